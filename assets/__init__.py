@@ -1,0 +1,6 @@
+"""Dagster assets: the lineage raw texts → parsed structure → chunks → sizes → embeddings → index."""
+
+from assets.index import build_index_assets
+from assets.source_assets import build_source_assets
+
+__all__ = ["build_index_assets", "build_source_assets"]

@@ -1,0 +1,75 @@
+"""Assets over all sources: the chunk-size distribution and the pgvector index."""
+
+
+import base64
+
+import pandas as pd
+from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, PartitionsDefinition, asset
+
+from lectio.distribution import histogram_png, size_distribution
+from lectio.indexing import build_index
+from resources import LectioResource
+
+# A source whose partition never materialised (it failed) is left out instead of failing the
+# whole index; the index then refuses to replace the live version (see lectio.indexing).
+_ALL_AVAILABLE = AssetIn(metadata={"allow_missing_partitions": True})
+
+
+class IndexConfig(Config):
+    # Sources that failed in this run, as `lectio run` saw them; besides these, a source whose
+    # chunks were never materialised counts as failed.
+    failed_sources: list[str] = []
+
+
+def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.DataFrame]:
+    # With one partition the IO manager hands over the object itself, not a dict.
+    if isinstance(loaded, dict):
+        return {k: v for k, v in loaded.items() if v is not None}
+    keys = partitions_def.get_partition_keys()
+    return {keys[0]: loaded} if loaded is not None else {}
+
+
+def build_index_assets(partitions_def: PartitionsDefinition) -> list:
+    @asset(ins={"chunks": _ALL_AVAILABLE}, group_name="index")
+    def chunk_size_distribution(context: AssetExecutionContext, chunks) -> pd.DataFrame:
+        """Token counts per content type and ruleset, with a histogram and the longest chunks."""
+        frame = pd.concat(_by_source(chunks, partitions_def).values(), ignore_index=True)
+        table = size_distribution(frame)
+        png = base64.b64encode(histogram_png(frame)).decode()
+        context.add_output_metadata(
+            {
+                "distribution": MetadataValue.md(table.to_markdown(index=False)),
+                "histogram": MetadataValue.md(f"![chunk sizes](data:image/png;base64,{png})"),
+                "chunks": len(frame),
+                "over_model_limit": int(table["over_model_limit"].sum()),
+            }
+        )
+        return table
+
+    @asset(ins={"chunks": _ALL_AVAILABLE, "embeddings": _ALL_AVAILABLE}, group_name="index")
+    def search_index(
+        context: AssetExecutionContext, config: IndexConfig, lectio: LectioResource, chunks, embeddings
+    ) -> dict:
+        """A pgvector table per index version (HNSW + full text), and the pointer to the live one."""
+        by_source = _by_source(chunks, partitions_def)
+        embedded = _by_source(embeddings, partitions_def)
+        ready = {sid: frame for sid, frame in by_source.items() if sid in embedded}
+        missing = [sid for sid in partitions_def.get_partition_keys() if sid not in ready]
+        failed = sorted(set(config.failed_sources) | set(missing))
+        frame = pd.concat(ready.values(), ignore_index=True)
+        with lectio.connect() as conn:
+            outcome = build_index(conn, frame, lectio.embedder().model_id, failed)
+        context.add_output_metadata(
+            {
+                "version": outcome.version,
+                "rows": outcome.rows,
+                "live": outcome.live,
+                "reused_existing_version": outcome.reused_existing,
+                "decision": outcome.reason,
+                "sources": ", ".join(sorted(ready)),
+                "failed_sources": ", ".join(failed) or "none",
+            }
+        )
+        return {"version": outcome.version, "live": outcome.live, "sources": sorted(ready)}
+
+    return [chunk_size_distribution, search_index]

@@ -1,0 +1,80 @@
+"""Per-source assets, one partition per source of the sources file."""
+
+
+import hashlib
+
+from dagster import AssetExecutionContext, MetadataValue, PartitionsDefinition, asset
+
+from lectio import ingest
+from lectio.chunk import chunks_frame
+from lectio.embedding import embed_chunks
+from resources import LectioResource
+
+# Chunk assets are versioned by their rules, so Dagster marks them stale when a rule changes.
+RULES_CODE_VERSION = hashlib.sha256(repr(ingest.rulesets()).encode()).hexdigest()[:12]
+
+
+def build_source_assets(partitions_def: PartitionsDefinition) -> list:
+    @asset(partitions_def=partitions_def, group_name="ingest")
+    def raw_texts(context: AssetExecutionContext, lectio: LectioResource):
+        """The source as read, with a content hash so unchanged input is recognised."""
+        raw = ingest.read_source(lectio.sources_path, context.partition_key, lectio.settings().corpus_dir)
+        context.add_output_metadata({"content_hash": raw.content_hash, "units_read": raw.units})
+        return raw
+
+    @asset(partitions_def=partitions_def, group_name="ingest")
+    def parsed_structure(context: AssetExecutionContext, lectio: LectioResource, raw_texts):
+        """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
+        parsed = ingest.parse_source(lectio.sources_path, context.partition_key, raw_texts)
+        context.add_output_metadata(_structure_metadata(parsed, raw_texts.units))
+        return parsed
+
+    @asset(partitions_def=partitions_def, group_name="ingest", code_version=RULES_CODE_VERSION)
+    def chunks(context: AssetExecutionContext, lectio: LectioResource, parsed_structure):
+        """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
+        frame = chunks_frame(ingest.chunk_source(lectio.sources_path, context.partition_key, parsed_structure))
+        counts = frame.groupby("granularity").size().to_dict()
+        context.add_output_metadata(
+            {
+                "chunks": len(frame),
+                **{f"chunks_{name}": int(n) for name, n in counts.items()},
+                "rulesets": ", ".join(sorted(frame["ruleset"].unique())),
+            }
+        )
+        return frame
+
+    @asset(partitions_def=partitions_def, group_name="embed")
+    def embeddings(context: AssetExecutionContext, lectio: LectioResource, chunks):
+        """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
+        with lectio.connect() as conn:
+            stats = embed_chunks(conn, chunks, lectio.embedder())
+        context.add_output_metadata(
+            {
+                "chunks": stats.chunks,
+                "embedded": stats.embedded,
+                "reused_from_cache": stats.reused,
+                "embed_seconds": round(stats.seconds, 2),
+                "texts_per_second": round(stats.texts_per_second, 1),
+            }
+        )
+        return chunks[["chunk_id", "content_hash"]].assign(model_id=lectio.embedder().model_id)
+
+    return [raw_texts, parsed_structure, chunks, embeddings]
+
+
+def _structure_metadata(parsed, units_read: int) -> dict:
+    import pandas as pd
+
+    if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
+        empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
+        return {
+            "verse_slots": len(parsed),
+            "verses": len(parsed) - len(empty),
+            "empty_verses": len(empty),
+            "empty_verse_refs": MetadataValue.text(", ".join(empty) or "none"),
+            "paragraph_starts": int(parsed["paragraph_start"].sum()),
+            "books": int(parsed["book"].nunique()),
+            "chapters": int(parsed[["book", "chapter"]].drop_duplicates().shape[0]),
+            "units_read": units_read,
+        }
+    return {"blocks": len(parsed), "units_read": units_read}

@@ -1,0 +1,159 @@
+"""The `lectio` command. Dagster is imported only by the commands that run Dagster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from lectio import store
+from lectio.database import ensure_database, stop_embedded
+from lectio.settings import PROJECT_ROOT, load_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "sources", None):
+        os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
+    return args.handler(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lectio", description="Permission-aware retrieval index for theology texts.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def command(name, handler, help):
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    run = command("run", _run, "materialise every asset: the main job")
+    run.add_argument("--sources", help="sources file (default data/sources.yaml)")
+
+    dev = command("dev", _dev, "start the database and the Dagster UI")
+    dev.add_argument("--sources", help="sources file (default data/sources.yaml)")
+    dev.add_argument("--port", type=int, default=3000)
+
+    search = command("search", _search, "search the live index")
+    search.add_argument("query")
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--principal", action="append", help="caller principal (repeatable); default public")
+    search.add_argument("--kind")
+    search.add_argument("--translation")
+    search.add_argument("--index", help="index version (default: the live one)")
+
+    index = command("index", _index, "list index versions, switch or roll back the live one")
+    index.add_argument("action", choices=["list", "switch", "rollback"])
+    index.add_argument("version", nargs="?")
+
+    command("down", _down, "stop the embedded database of LECTIO_HOME")
+    return parser
+
+
+def _print(args, payload: dict, text: str) -> None:
+    print(json.dumps(payload, indent=2, default=str) if args.json else text)
+
+
+def _run(args) -> int:
+    from pipelines.main_job import run_main
+
+    if not args.json:
+        logging.basicConfig(format="      %(message)s")
+        logging.getLogger("lectio").setLevel(logging.INFO)
+    report = run_main(load_settings(), echo=(lambda _: None) if args.json else print)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    return 0 if not report.failed and report.index.get("ok") else 1
+
+
+def _dev(args) -> int:
+    from pipelines.home import prepare_dagster_env
+
+    settings = load_settings()
+    env = {**os.environ, **prepare_dagster_env(settings, ensure_database(settings))}
+
+    def default_signals():
+        # A process started in the background inherits ignored SIGINT/SIGTERM; dagster dev
+        # then cannot be stopped. Give it the default handlers back.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    cmd = ["dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
+    print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
+    child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, preexec_fn=default_signals)
+
+    def forward(signum, _frame):
+        child.send_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    return child.wait()
+
+
+def _search(args) -> int:
+    from lectio.search import DEFAULT_PRINCIPALS, search
+
+    settings = load_settings()
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        response = search(
+            conn,
+            args.query,
+            k=args.k,
+            principals=tuple(args.principal or DEFAULT_PRINCIPALS),
+            kind=args.kind,
+            translation=args.translation,
+            version=args.index,
+        )
+    lines = [f"{response.message}"] if response.message else []
+    for r in response.results:
+        refs = ", ".join(r.refs[:3]) + (" …" if len(r.refs) > 3 else "")
+        lines.append(f"{r.rank:>2}. {r.chunk_id}  [{refs}]  score {r.score:.3f}\n    {r.text[:200]}")
+    _print(args, response.to_json(), "\n".join(lines) or "no results")
+    return 0 if response.results else 1
+
+
+def _index(args) -> int:
+    settings = load_settings()
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        if args.action == "switch":
+            if not args.version:
+                print("lectio index switch needs a VERSION", file=sys.stderr)
+                return 2
+            store.switch_live(conn, args.version)
+        elif args.action == "rollback":
+            previous = conn.execute("SELECT previous FROM live_index").fetchone()
+            if not previous or not previous[0]:
+                print("no previous version to roll back to", file=sys.stderr)
+                return 1
+            store.switch_live(conn, previous[0])
+        versions = store.list_versions(conn)
+    payload = {
+        "versions": [
+            {"version": v.version, "ruleset": v.ruleset, "rows": v.rows, "metrics": v.metrics,
+             "live": v.live, "status": v.status, "sources": v.sources}
+            for v in versions
+        ]
+    }
+    text = "\n".join(
+        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}" for v in versions
+    )
+    _print(args, payload, text or "no index versions yet")
+    return 0
+
+
+def _down(args) -> int:
+    stopped = stop_embedded(load_settings())
+    _print(args, {"stopped": stopped}, "database stopped" if stopped else "no embedded database running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

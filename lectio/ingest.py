@@ -1,0 +1,63 @@
+"""The per-source stages, dispatched on the source's format: read → parse → chunk.
+
+Each stage takes the source id and re-validates the source from the sources file, so a bad
+entry fails its own stage with a SourceError and never the others'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lectio import documents, scripture
+from lectio.chunk import Chunk
+from lectio.raw import RawText
+from lectio.sources import Source, SourceError, load_source
+
+
+@dataclass(frozen=True)
+class Format:
+    read: Callable[[Source, Path], RawText]
+    parse: Callable[[Source, RawText], Any]
+    chunk: Callable[[Source, Any], list[Chunk]]
+    ruleset: str
+
+
+FORMATS: dict[str, Format] = {
+    "sword-bible": Format(scripture.read, scripture.parse, scripture.chunk, scripture.RULESET),
+    "markdown": Format(lambda s, _: documents.read(s), documents.parse, documents.chunk, documents.RULESET),
+    "text": Format(lambda s, _: documents.read(s), documents.parse, documents.chunk, documents.RULESET),
+}
+
+
+def rulesets() -> dict[str, str]:
+    """Ruleset version per format; a change in any rule changes these."""
+    return {name: fmt.ruleset for name, fmt in sorted(FORMATS.items())}
+
+
+def source_and_format(sources_file: Path, source_id: str) -> tuple[Source, Format]:
+    source = load_source(sources_file, source_id)
+    fmt = FORMATS.get(source.format)
+    if fmt is None:
+        raise SourceError(source.id, f"format {source.format!r} has no reader in this version of lectio")
+    return source, fmt
+
+
+def read_source(sources_file: Path, source_id: str, corpus_dir: Path) -> RawText:
+    source, fmt = source_and_format(sources_file, source_id)
+    return fmt.read(source, corpus_dir)
+
+
+def parse_source(sources_file: Path, source_id: str, raw: RawText) -> Any:
+    source, fmt = source_and_format(sources_file, source_id)
+    return fmt.parse(source, raw)
+
+
+def chunk_source(sources_file: Path, source_id: str, parsed: Any) -> list[Chunk]:
+    source, fmt = source_and_format(sources_file, source_id)
+    chunks = fmt.chunk(source, parsed)
+    ids = [c.chunk_id for c in chunks]
+    if len(set(ids)) != len(ids):
+        raise SourceError(source_id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
+    return chunks

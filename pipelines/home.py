@@ -1,0 +1,23 @@
+"""Preparing the Dagster instance of a LECTIO_HOME: its DAGSTER_HOME and storage URL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from lectio.database import Database
+from lectio.settings import PROJECT_ROOT, Settings
+
+
+def prepare_dagster_env(settings: Settings, db: Database) -> dict[str, str]:
+    """Write DAGSTER_HOME and return the environment Dagster processes need (also set here)."""
+    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(PROJECT_ROOT / "dagster.yaml", settings.dagster_home / "dagster.yaml")
+    env = {
+        "DAGSTER_HOME": str(settings.dagster_home),
+        "LECTIO_DAGSTER_URL": db.dagster_url,
+        "LECTIO_HOME": str(settings.home),
+        "LECTIO_SOURCES": str(settings.sources_file),
+    }
+    os.environ.update(env)
+    return env

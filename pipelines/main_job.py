@@ -1,0 +1,156 @@
+"""`lectio run`: every source through ingest (one Dagster run per source), then the index.
+
+Each source is its own run, so one bad source fails only itself; the index run comes last and
+is told which sources failed, so it never replaces a live index with a partial one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dagster import DagsterInstance
+
+from lectio.database import ensure_database
+from lectio.settings import Settings
+from lectio.sources import source_ids
+from pipelines.definitions import INDEX_JOB, INGEST_JOB, build_definitions
+from pipelines.home import prepare_dagster_env
+
+# Dagster's console logger prints every event; lectio prints its own summary instead.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class SourceOutcome:
+    source_id: str
+    ok: bool
+    seconds: float
+    stages: dict[str, float] = field(default_factory=dict)  # asset → seconds
+    facts: dict[str, object] = field(default_factory=dict)  # metadata worth printing
+    error: str | None = None
+
+
+@dataclass
+class MainRunReport:
+    sources: list[SourceOutcome]
+    index: dict[str, object]
+    index_stages: dict[str, float]
+    seconds: float
+
+    @property
+    def failed(self) -> list[SourceOutcome]:
+        return [s for s in self.sources if not s.ok]
+
+    def to_json(self) -> dict:
+        return {
+            "ok": not self.failed and bool(self.index.get("ok")),
+            "seconds": round(self.seconds, 1),
+            "sources": [s.__dict__ for s in self.sources],
+            "index": self.index,
+            "index_stages": self.index_stages,
+        }
+
+
+def run_main(settings: Settings, echo: Callable[[str], None] = print) -> MainRunReport:
+    started = time.monotonic()
+    db = ensure_database(settings)
+    prepare_dagster_env(settings, db)
+    defs = build_definitions(settings.sources_file)
+    instance = DagsterInstance.get()
+    ingest = defs.resolve_job_def(INGEST_JOB)
+    ids = source_ids(settings.sources_file)
+
+    outcomes = []
+    for position, source_id in enumerate(ids, start=1):
+        echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
+        t0 = time.monotonic()
+        result = ingest.execute_in_process(
+            run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False
+        )
+        outcome = SourceOutcome(
+            source_id,
+            result.success,
+            time.monotonic() - t0,
+            _stage_seconds(instance, result.run_id),
+            _facts(result, ["parsed_structure", "chunks", "embeddings"]),
+            None if result.success else _failure_message(result),
+        )
+        outcomes.append(outcome)
+        echo(_describe(outcome))
+
+    failed = [o.source_id for o in outcomes if not o.ok]
+    echo("index: size distribution, embeddings lookup, pgvector table …")
+    result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
+        run_config={**_QUIET, "ops": {"search_index": {"config": {"failed_sources": failed}}}},
+        instance=instance,
+        raise_on_error=False,
+    )
+    index = {"ok": result.success, **_facts(result, ["search_index"]).get("search_index", {})}
+    if not result.success:
+        index["error"] = _failure_message(result)
+    report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
+    echo(_describe_index(report))
+    return report
+
+
+def _stage_seconds(instance: DagsterInstance, run_id: str) -> dict[str, float]:
+    return {
+        s.step_key: round(s.end_time - s.start_time, 2)
+        for s in instance.get_run_step_stats(run_id)
+        if s.start_time and s.end_time
+    }
+
+
+def _facts(result, assets: list[str]) -> dict[str, dict]:
+    facts = {}
+    for name in assets:
+        try:
+            events = result.asset_materializations_for_node(name)
+        except Exception:  # the step never ran
+            continue
+        for event in events:
+            facts[name] = {k: v.value for k, v in event.metadata.items() if isinstance(v.value, (int, float, str, bool))}
+    return facts
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            # The root cause (the SourceError) rather than Dagster's wrapper around it.
+            while error.cause is not None:
+                error = error.cause
+            return error.message.strip()
+    return "failed (see the run in the Dagster UI)"
+
+
+def _describe(o: SourceOutcome) -> str:
+    if not o.ok:
+        return f"    FAILED {o.source_id}: {o.error}"
+    chunks = o.facts.get("chunks", {})
+    embed = o.facts.get("embeddings", {})
+    parsed = o.facts.get("parsed_structure", {})
+    parts = []
+    if "verses" in parsed:
+        parts.append(f"{parsed['verses']:,} verses ({parsed['empty_verses']} empty slots)")
+    counts = ", ".join(f"{v:,} {k.removeprefix('chunks_')}" for k, v in chunks.items() if k.startswith("chunks_"))
+    parts.append(f"{chunks.get('chunks', 0):,} chunks ({counts})")
+    parts.append(f"{embed.get('embedded', 0):,} embedded, {embed.get('reused_from_cache', 0):,} reused")
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in o.stages.items())
+    return f"    ok {o.source_id}: " + "; ".join(parts) + f" — {o.seconds:.1f}s [{stages}]"
+
+
+def _describe_index(report: MainRunReport) -> str:
+    index = report.index
+    if not index.get("ok"):
+        line = f"index FAILED: {index.get('error')}"
+    else:
+        how = "reused (unchanged)" if index.get("reused_existing_version") else "built"
+        line = f"index {index.get('version')} {how}: {index.get('rows', 0):,} rows; {index.get('decision')}"
+    lines = [line, f"done in {report.seconds:.1f}s"]
+    if report.failed:
+        lines.append(f"{len(report.failed)} source(s) failed:")
+        lines += [f"  - {o.source_id}: {o.error}" for o in report.failed]
+    return "\n".join(lines)
