@@ -33,7 +33,10 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(ins={"chunks": _ALL_AVAILABLE}, group_name="index")
     def chunk_size_distribution(context: AssetExecutionContext, chunks) -> pd.DataFrame:
         """Token counts per content type and ruleset, with a histogram and the longest chunks."""
-        frame = pd.concat(_by_source(chunks, partitions_def).values(), ignore_index=True)
+        frames = _by_source(chunks, partitions_def)
+        if not frames:
+            raise RuntimeError("no source has chunks: every source failed")
+        frame = pd.concat(frames.values(), ignore_index=True)
         table = size_distribution(frame)
         png = base64.b64encode(histogram_png(frame)).decode()
         context.add_output_metadata(
@@ -56,6 +59,8 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         ready = {sid: frame for sid, frame in by_source.items() if sid in embedded}
         missing = [sid for sid in partitions_def.get_partition_keys() if sid not in ready]
         failed = sorted(set(config.failed_sources) | set(missing))
+        if not ready:
+            raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
         with lectio.connect() as conn:
             outcome = build_index(conn, frame, lectio.embedder().model_id, failed)

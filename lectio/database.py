@@ -29,8 +29,9 @@ class Database:
     url: str  # psycopg 3 / libpq form
     dagster_url: str  # SQLAlchemy form for dagster-postgres
 
-    def connect(self, **kwargs) -> psycopg.Connection:
-        conn = psycopg.connect(self.url, **kwargs)
+    def connect(self) -> psycopg.Connection:
+        # Autocommit: every multi-statement change is an explicit `with conn.transaction()`.
+        conn = psycopg.connect(self.url, autocommit=True)
         try:
             register_vector(conn)
         except psycopg.ProgrammingError:

@@ -208,19 +208,16 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
         "VALUES (%s, %s, %s, %s, %s, %s, 'building')",
         (version, table, rulesets, model_id, fp, json.dumps(sources)),
     )
-    conn.commit()
     try:
-        rows = _load_table(conn, table, chunks, model_id)
-        conn.execute(
-            "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s WHERE version = %s",
-            (rows, time.monotonic() - started, version),
-        )
-        conn.commit()
+        with conn.transaction():
+            rows = _load_table(conn, table, chunks, model_id)
+            conn.execute(
+                "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s WHERE version = %s",
+                (rows, time.monotonic() - started, version),
+            )
     except BaseException:
-        conn.rollback()
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        # The table was created in the rolled-back transaction; only the record remains.
         conn.execute("UPDATE index_versions SET status = 'failed' WHERE version = %s", (version,))
-        conn.commit()
         raise
     return get_version(conn, version)
 

@@ -24,7 +24,7 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     return Definitions(
         assets=[*source_assets, *index_assets],
         jobs=[
-            define_asset_job(INGEST_JOB, selection=source_assets, partitions_def=partitions,
+            define_asset_job(INGEST_JOB, selection=source_assets,
                              description="Read, parse, chunk and embed one source (a partition)."),
             define_asset_job(INDEX_JOB, selection=index_assets,
                              description="Size distribution and a new index version from every source."),

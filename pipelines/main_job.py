@@ -18,8 +18,9 @@ from lectio.sources import source_ids
 from pipelines.definitions import INDEX_JOB, INGEST_JOB, build_definitions
 from pipelines.home import prepare_dagster_env
 
-# Dagster's console logger prints every event; lectio prints its own summary instead.
-_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Dagster's console logger prints every event and each failure's stack trace; lectio prints its
+# own summary instead, and the full story stays in the run's logs in the Dagster UI.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 @dataclass

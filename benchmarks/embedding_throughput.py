@@ -1,0 +1,80 @@
+"""Embedding throughput of lectio's embedding stage against the bare model, same texts, same run.
+
+Baseline: `SentenceTransformer.encode` on the chunk texts (batch 64), which silently truncates
+anything past 256 word pieces. lectio cold: `embed_chunks` into an empty cache (windows for long
+texts, database writes). lectio warm: the same call again, every text already cached, which is
+what a nightly re-embed of an unchanged corpus does.
+
+    LECTIO_HOME=/tmp/bench python benchmarks/embedding_throughput.py [--select "Romans; Psalms 1-40"]
+
+Prints chunks/s for each and the ratios to the baseline. Run on a quiet machine; the ratio is
+the claim, not the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from lectio import scripture, store
+from lectio.chunk import chunks_frame
+from lectio.database import ensure_database
+from lectio.embedding import embed_chunks
+from lectio.model import Embedder, _sentence_transformer, count_tokens, MAX_TEXT_TOKENS
+from lectio.settings import load_settings
+from lectio.sources import Source
+
+
+def corpus(select: str, settings) -> "pd.DataFrame":
+    source = Source(id="web", kind="scripture", format="sword-bible", acl=("public",), module="engWEB2015eb",
+                    select=select, metadata={"translation": "WEB"})
+    return chunks_frame(scripture.chunk(source, scripture.parse(source, scripture.read(source, settings.corpus_dir))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--select", default="Romans; Psalms 1-40; John")
+    args = parser.parse_args()
+    settings = load_settings()
+    chunks = corpus(args.select, settings)
+    texts = chunks["text"].tolist()
+    long = sum(n > MAX_TEXT_TOKENS for n in count_tokens(texts))
+    model = _sentence_transformer()
+    model.encode(texts[:64])  # warm up both paths' kernels
+
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        model.encode(texts, batch_size=64, show_progress_bar=False)
+    baseline = time.perf_counter() - t0
+
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        embedder = Embedder()
+        conn.execute("DELETE FROM embedding_cache WHERE content_hash = ANY(%s)", (chunks["content_hash"].tolist(),))
+        t0 = time.perf_counter()
+        cold_stats = embed_chunks(conn, chunks, embedder)
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        warm_stats = embed_chunks(conn, chunks, embedder)
+        warm = time.perf_counter() - t0
+
+    n = len(texts)
+    report = {
+        "chunks": n,
+        "over_model_limit": long,
+        "baseline_chunks_per_s": round(n / baseline, 1),
+        "lectio_cold_chunks_per_s": round(n / cold, 1),
+        "lectio_warm_chunks_per_s": round(n / warm, 1),
+        "cold_vs_baseline": round(baseline / cold, 3),
+        "warm_vs_baseline": round(baseline / warm, 1),
+        "cold_embedded": cold_stats.embedded,
+        "warm_embedded": warm_stats.embedded,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

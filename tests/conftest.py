@@ -1,0 +1,74 @@
+"""Shared fixtures: one embedded PostgreSQL per test session, a shared corpus download, and
+a small fixture corpus (a handful of chapters) run through the real pipeline once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def fixture_sources(tmp_path_factory) -> Path:
+    """A copy of the fixture sources, so tests may write broken sources beside it."""
+    folder = tmp_path_factory.mktemp("sources")
+    for item in FIXTURES.iterdir():
+        shutil.copy(item, folder / item.name)
+    return folder / "sources.yaml"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lectio_env(tmp_path_factory, fixture_sources):
+    """A throwaway LECTIO_HOME; the downloaded corpus is shared across sessions."""
+    home = tmp_path_factory.mktemp("lectio-home")
+    saved = {k: os.environ.get(k) for k in ("LECTIO_HOME", "LECTIO_CORPUS_DIR", "LECTIO_SOURCES", "DATABASE_URL")}
+    os.environ["LECTIO_HOME"] = str(home)
+    os.environ.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
+    os.environ["LECTIO_SOURCES"] = str(fixture_sources)
+    os.environ.pop("DATABASE_URL", None)
+    yield home
+    from lectio.database import stop_embedded
+    from lectio.settings import load_settings
+
+    stop_embedded(load_settings())
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def settings(lectio_env):
+    from lectio.settings import load_settings
+
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def database(settings):
+    from lectio.database import ensure_database
+
+    return ensure_database(settings)
+
+
+@pytest.fixture()
+def conn(database):
+    from lectio import store
+
+    with database.connect() as connection:
+        store.ensure_schema(connection)
+        yield connection
+
+
+@pytest.fixture(scope="session")
+def main_run(settings):
+    """The main job (`lectio run`) over the fixture corpus, once per session."""
+    from pipelines.main_job import run_main
+
+    return run_main(settings, echo=lambda _: None)
