@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("version", nargs="?")
 
     command("down", _down, "stop the embedded database of LECTIO_HOME")
+
+    dagster = commands.add_parser(
+        "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
+    )
+    dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
+    dagster.set_defaults(handler=_dagster)
     return parser
 
 
@@ -72,11 +78,23 @@ def _run(args) -> int:
     return 0 if not report.failed and report.index.get("ok") else 1
 
 
-def _dev(args) -> int:
+def _dagster_env() -> dict[str, str]:
     from pipelines.home import prepare_dagster_env
 
     settings = load_settings()
-    env = {**os.environ, **prepare_dagster_env(settings, ensure_database(settings))}
+    return {**os.environ, **prepare_dagster_env(settings, ensure_database(settings))}
+
+
+def _dagster(args) -> int:
+    """The dagster CLI with DAGSTER_HOME and storage of this home, run from the project root."""
+    extra = args.dagster_args
+    if extra[:2] == ["definitions", "validate"] and "-w" not in extra and "-m" not in extra:
+        extra = [*extra, "-w", str(PROJECT_ROOT / "workspace.yaml")]
+    return subprocess.run(["dagster", *extra], cwd=PROJECT_ROOT, env=_dagster_env()).returncode
+
+
+def _dev(args) -> int:
+    env = _dagster_env()
 
     def default_signals():
         # A process started in the background inherits ignored SIGINT/SIGTERM; dagster dev
