@@ -27,7 +27,7 @@ class Block:
     text: str
 
 
-def read(source: Source) -> RawText:
+def read(source: Source, corpus_dir=None) -> RawText:
     path = source.path
     if path is None:
         raise SourceError(source.id, f"format {source.format!r} needs a 'path'")

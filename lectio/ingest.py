@@ -24,21 +24,27 @@ class Format:
     ruleset: str
 
 
-FORMATS: dict[str, Format] = {
-    "sword-bible": Format(scripture.read, scripture.parse, scripture.chunk, scripture.RULESET),
-    "markdown": Format(lambda s, _: documents.read(s), documents.parse, documents.chunk, documents.RULESET),
-    "text": Format(lambda s, _: documents.read(s), documents.parse, documents.chunk, documents.RULESET),
+def _module_format(module) -> Format:
+    return Format(module.read, module.parse, module.chunk, module.RULESET)
+
+
+# (format, kind) → handler; kind None is the format's default. The same file format can hold
+# different content types (a markdown document, a patristic text), each with its own ruleset.
+FORMATS: dict[tuple[str, str | None], Format] = {
+    ("sword-bible", None): _module_format(scripture),
+    ("markdown", None): _module_format(documents),
+    ("text", None): _module_format(documents),
 }
 
 
 def rulesets() -> dict[str, str]:
-    """Ruleset version per format; a change in any rule changes these."""
-    return {name: fmt.ruleset for name, fmt in sorted(FORMATS.items())}
+    """Ruleset version per (format, kind); a change in any rule changes these."""
+    return {f"{fmt}/{kind or '*'}": handler.ruleset for (fmt, kind), handler in sorted(FORMATS.items(), key=str)}
 
 
 def source_and_format(sources_file: Path, source_id: str) -> tuple[Source, Format]:
     source = load_source(sources_file, source_id)
-    fmt = FORMATS.get(source.format)
+    fmt = FORMATS.get((source.format, source.kind)) or FORMATS.get((source.format, None))
     if fmt is None:
         raise SourceError(source.id, f"format {source.format!r} has no reader in this version of lectio")
     return source, fmt
