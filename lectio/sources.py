@@ -44,6 +44,7 @@ class Source:
     path: Path | None = None  # a file or folder, resolved against the sources file
     module: str | None = None  # a SWORD module name, fetched on demand
     select: str | None = None  # a reference list limiting a Bible to some books or chapters
+    chunking: str | None = None  # a named ruleset of the format, when it has several
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -112,6 +113,7 @@ def parse_source(entry: dict[str, Any], base_dir: Path) -> Source:
         path=(base_dir / path).resolve() if path else None,
         module=str(module) if module else None,
         select=entry.get("select"),
+        chunking=entry.get("chunking"),
         metadata={k: entry[k] for k in METADATA_KEYS if entry.get(k) is not None},
     )
 

@@ -117,3 +117,43 @@ def test_a_missing_module_is_a_source_error(tmp_path):
     source = Source(id="lost", kind="scripture", format="sword-bible", acl=("public",), module="nosuchmodule")
     with pytest.raises(SourceError, match="source 'lost'"):
         scripture.read(source, Path(tmp_path))
+
+
+def test_paragraphs_carry_two_sentences_of_context_within_the_model_window(philippians):
+    from lectio.model import MAX_TEXT_TOKENS
+    from lectio.textsplit import sentences
+
+    _, _, structure, chunks = philippians
+    paragraphs = [c for c in chunks if c.granularity == "paragraph"]
+    covered = [ref for p in paragraphs for ref in p.refs]
+    assert sorted(covered) == sorted(structure["ref"])  # each verse in exactly one paragraph piece
+    assert all(p.tokens <= MAX_TEXT_TOKENS for p in paragraphs)
+    text_of = dict(zip(structure["ref"], structure["text"]))
+    second = paragraphs[1]
+    previous = " ".join(text_of[r] for r in paragraphs[0].refs)
+    # The paragraph's own verses are whole, preceded by the previous paragraph's last two sentences.
+    assert " ".join(text_of[r] for r in second.refs) in second.text
+    assert second.metadata["context_sentences"] == 2
+    assert second.text.startswith(" ".join(sentences(previous)[-2:]))
+    assert second.chunk_id.endswith("_web_para")
+
+
+def test_baseline_rulesets(settings):
+    from lectio.model import tokenizer
+
+    chapters = bible("Philippians")
+    chapters = Source(**{**chapters.__dict__, "chunking": "chapter"})
+    structure = scripture.parse(chapters, scripture.read(chapters, settings.corpus_dir))
+    by_chapter = scripture.chunk(chapters, structure)
+    assert [c.chunk_id for c in by_chapter] == [f"phil_{n}_web_chapter" for n in (1, 2, 3, 4)]
+    assert {c.ruleset for c in by_chapter} == {scripture.RULESETS["chapter"]} != {scripture.RULESET}
+
+    fixed = Source(**{**chapters.__dict__, "chunking": "fixed-512"})
+    windows = scripture.chunk(fixed, structure)
+    sizes = [len(tokenizer().encode(w.text, add_special_tokens=False).ids) for w in windows]
+    assert all(abs(n - 512) <= 2 for n in sizes[:-1]) and sizes[-1] <= 512
+    # 64 tokens of overlap: the next window starts inside the previous one.
+    assert windows[1].text[:40] in windows[0].text
+    assert set(windows[0].refs) & set(windows[1].refs)
+    with pytest.raises(SourceError, match="unknown scripture chunking 'sentences'"):
+        scripture.chunk(Source(**{**chapters.__dict__, "chunking": "sentences"}), structure)
