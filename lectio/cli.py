@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--kind")
     search.add_argument("--translation")
     search.add_argument("--index", help="index version (default: the live one)")
+    search.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+
+    evaluate = command("eval", _eval, "score an index version against a labelled query set")
+    evaluate.add_argument("queries", help="JSONL query set (DESIGN §4)")
+    evaluate.add_argument("--k", type=int, default=20)
+    evaluate.add_argument("--index", help="index version (default: the live one)")
+    evaluate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
 
     index = command("index", _index, "list index versions, switch or roll back the live one")
     index.add_argument("action", choices=["list", "switch", "rollback"])
@@ -115,7 +122,7 @@ def _dev(args) -> int:
 
 
 def _search(args) -> int:
-    from lectio.search import DEFAULT_PRINCIPALS, search
+    from lectio.search import DEFAULT_PRINCIPALS, SearchConfig, search
 
     settings = load_settings()
     with ensure_database(settings).connect() as conn:
@@ -128,6 +135,7 @@ def _search(args) -> int:
             kind=args.kind,
             translation=args.translation,
             version=args.index,
+            config=SearchConfig(mode=args.mode),
         )
     lines = [f"{response.message}"] if response.message else []
     for r in response.results:
@@ -135,6 +143,21 @@ def _search(args) -> int:
         lines.append(f"{r.rank:>2}. {r.chunk_id}  [{refs}]  score {r.score:.3f}\n    {r.text[:200]}")
     _print(args, response.to_json(), "\n".join(lines) or "no results")
     return 0 if response.results else 1
+
+
+def _eval(args) -> int:
+    from lectio.evaluation import evaluate_index
+    from lectio.querysets import load_queries
+
+    settings = load_settings()
+    queries = load_queries(Path(args.queries))
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode)
+    overall = report["overall"]
+    text = "\n".join(f"{metric:<20} {value if value is not None else '-'}" for metric, value in overall.items())
+    _print(args, report, text)
+    return 0
 
 
 def _index(args) -> int:

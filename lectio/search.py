@@ -14,7 +14,22 @@ from lectio.refs import RefRange, UnknownReference, parse_reference
 DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
 DEFAULT_TRANSLATION = "WEB"
-EF_SEARCH = 100
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How a non-reference query is answered. Seed 002/003: lexical matching catches what
+    vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
+
+    mode: str = "hybrid"  # hybrid | vector | lexical
+    candidates: int = 100  # taken from each side before fusion
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    ef_search: int = 100
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+
 
 _COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title"]
 
@@ -36,7 +51,7 @@ class Result:
 @dataclass
 class SearchResponse:
     query: str
-    mode: str  # "reference" or "vector"
+    mode: str  # "reference", or the SearchConfig mode that answered
     index_version: str | None
     results: list[Result] = field(default_factory=list)
     message: str | None = None
@@ -61,6 +76,7 @@ def search(
     translation: str | None = None,
     version: str | None = None,
     embedder: Embedder | None = None,
+    config: SearchConfig | None = None,
 ) -> SearchResponse:
     version = version or store.live_version(conn)
     if version is None:
@@ -68,15 +84,15 @@ def search(
     info = store.get_version(conn, version)
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
-    table = sql.Identifier(info.table_name)
+    table = info.table_name
     filters = _Filters(principals, kind, translation)
     try:
         ranges = parse_reference(query)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
     if ranges:
-        return _lookup(conn, table, query, ranges, k, filters, version)
-    return _vector(conn, table, query, k, filters, version, embedder or Embedder())
+        return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
+    return _ranked_search(conn, table, query, k, filters, version, config or SearchConfig(), embedder or Embedder())
 
 
 @dataclass(frozen=True)
@@ -132,19 +148,79 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
-def _vector(conn, table, query, k, filters: _Filters, version, embedder: Embedder) -> SearchResponse:
-    vector = embedder.encode([query])[0]
+def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder) -> list[tuple[str, float]]:
+    """(chunk_id, score) best first: vector, lexical, or both fused by reciprocal rank fusion."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    lists = []
+    if config.mode in ("hybrid", "vector"):
+        lists.append((config.vector_weight, _vector_candidates(conn, table_name, query, where, params, config, embedder)))
+    if config.mode in ("hybrid", "lexical"):
+        lists.append((config.lexical_weight, _lexical_candidates(conn, table_name, query, where, params, config)))
+    if len(lists) == 1:
+        return lists[0][1]
+    fused: dict[str, float] = {}
+    for weight, ranked in lists:
+        for rank, (chunk_id, _) in enumerate(ranked, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (config.rrf_k + rank)
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def _vector_candidates(conn, table_name, query, where, params, config: SearchConfig, embedder: Embedder):
+    table = sql.Identifier(table_name)
+    vector = embedder.encode([query])[0]
     with conn.transaction():
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
-        # Filters apply after the HNSW scan; iterative scans keep going until k rows pass them.
+        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(config.ef_search, config.candidates))))
+        # Filters apply after the HNSW scan; iterative scans keep going until enough rows pass.
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         rows = conn.execute(
-            sql.SQL("SELECT {cols}, embedding <=> %s AS distance FROM {table} WHERE {where} "
-                    "ORDER BY embedding <=> %s LIMIT %s").format(
-                cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=table, where=where),
-            [vector, *params, vector, k],
+            sql.SQL("SELECT chunk_id, embedding <=> %s AS distance FROM {table} WHERE {where} "
+                    "ORDER BY embedding <=> %s LIMIT %s").format(table=table, where=where),
+            [vector, *params, vector, config.candidates],
         ).fetchall()
     # relaxed_order may return rows slightly out of order.
-    rows.sort(key=lambda row: row[-1])
-    return SearchResponse(query, "vector", version, _rows_to_results([r[:-1] for r in rows], [1 - r[-1] for r in rows]))
+    return sorted(((chunk_id, 1 - distance) for chunk_id, distance in rows), key=lambda r: -r[1])
+
+
+def _lexical_candidates(conn, table_name, query, where, params, config: SearchConfig):
+    """BM25 over the version's full-text index: any query word may match, rarer words weigh more,
+    and long chunks do not win by length alone."""
+    table, lexicon = sql.Identifier(table_name), sql.Identifier(store.lexicon_table(table_name))
+    rows = conn.execute(
+        sql.SQL(
+            """
+            WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')) AS q),
+                 terms AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))),
+                 stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %s),
+                 candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
+            SELECT c.chunk_id,
+                   sum(ln(1 + (s.n - l.ndoc + 0.5) / (l.ndoc + 0.5))
+                       * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
+            FROM candidates c
+            CROSS JOIN stats s
+            CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
+            JOIN terms t ON t.lexeme = u.lexeme
+            JOIN {lexicon} l ON l.word = u.lexeme
+            GROUP BY c.chunk_id
+            ORDER BY score DESC, c.chunk_id
+            LIMIT %s
+            """
+        ).format(table=table, where=where, lexicon=lexicon, k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b)),
+        [query, query, table_name, *params, config.candidates],
+    ).fetchall()
+    return [(chunk_id, float(score)) for chunk_id, score in rows]
+
+
+def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
+    ranked = _ranked(conn, table_name, query, filters, config, embedder)[:k]
+    table = sql.Identifier(table_name)
+    ids = [chunk_id for chunk_id, _ in ranked]
+    rows = conn.execute(
+        sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
+            cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=table),
+        [ids],
+    ).fetchall()
+    by_id = {row[0]: row for row in rows}
+    return SearchResponse(
+        query, config.mode, version,
+        _rows_to_results([by_id[i] for i in ids], [score for _, score in ranked]),
+    )

@@ -22,7 +22,7 @@ from psycopg import sql
 from lectio.model import DIMENSIONS
 
 # Bump when the layout of index tables changes, so an old table is never reused as a new one.
-INDEX_LAYOUT = 1
+INDEX_LAYOUT = 2
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS index_versions (
     status text NOT NULL,
     metrics jsonb NOT NULL DEFAULT '{{}}',
     build_seconds double precision,
+    avg_doc_lexemes double precision,
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE TABLE IF NOT EXISTS live_index (
@@ -212,7 +213,10 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
         with conn.transaction():
             rows = _load_table(conn, table, chunks, model_id)
             conn.execute(
-                "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s WHERE version = %s",
+                sql.SQL(
+                    "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s, "
+                    "avg_doc_lexemes = (SELECT avg(length(tsv)) FROM {}) WHERE version = %s"
+                ).format(sql.Identifier(table)),
                 (rows, time.monotonic() - started, version),
             )
     except BaseException:
@@ -266,8 +270,19 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
+    # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is.
+    lexicon = sql.Identifier(lexicon_table(table))
+    conn.execute(
+        sql.SQL("CREATE TABLE {lexicon} AS SELECT word, ndoc FROM ts_stat({q})").format(
+            lexicon=lexicon, q=sql.Literal(f'SELECT tsv FROM "{table}"'))
+    )
+    conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
+
+
+def lexicon_table(chunk_table: str) -> str:
+    return chunk_table.replace("chunks_", "lexicon_", 1)
 
 
 def _copy_rows(chunks: pd.DataFrame):

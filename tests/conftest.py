@@ -17,8 +17,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 def fixture_sources(tmp_path_factory) -> Path:
     """A copy of the fixture sources, so tests may write broken sources beside it."""
     folder = tmp_path_factory.mktemp("sources")
-    for item in FIXTURES.iterdir():
-        shutil.copy(item, folder / item.name)
+    shutil.copytree(FIXTURES, folder, dirs_exist_ok=True)
     return folder / "sources.yaml"
 
 
