@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--translation")
     search.add_argument("--index", help="index version (default: the live one)")
     search.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+    search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
 
     evaluate = command("eval", _eval, "score an index version against a labelled query set")
     evaluate.add_argument("queries", help="JSONL query set (DESIGN §4)")
@@ -135,7 +136,7 @@ def _search(args) -> int:
             kind=args.kind,
             translation=args.translation,
             version=args.index,
-            config=SearchConfig(mode=args.mode),
+            config=SearchConfig(mode=args.mode, return_parents=args.parents),
         )
     lines = [f"{response.message}"] if response.message else []
     for r in response.results:

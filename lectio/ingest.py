@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lectio import documents, scripture
+from lectio import documents, modern, notes, patristic, reformation, scripture, theses
 from lectio.chunk import Chunk
 from lectio.raw import RawText
 from lectio.sources import Source, SourceError, load_source
@@ -25,7 +25,9 @@ class Format:
 
 
 def _module_format(module) -> Format:
-    return Format(module.read, module.parse, module.chunk, module.RULESET)
+    # A module with several named rulesets (scripture's baselines) is versioned by all of them.
+    versions = getattr(module, "RULESETS", {"default": module.RULESET})
+    return Format(module.read, module.parse, module.chunk, ",".join(sorted(versions.values())))
 
 
 # (format, kind) → handler; kind None is the format's default. The same file format can hold
@@ -34,6 +36,13 @@ FORMATS: dict[tuple[str, str | None], Format] = {
     ("sword-bible", None): _module_format(scripture),
     ("markdown", None): _module_format(documents),
     ("text", None): _module_format(documents),
+    ("westminster-json", None): _module_format(reformation),
+    ("text", "reformation"): _module_format(theses),
+    ("notes-jsonl", None): _module_format(notes),
+    ("markdown", "patristic"): _module_format(patristic),
+    ("text", "patristic"): _module_format(patristic),
+    ("markdown", "modern"): _module_format(modern),
+    ("text", "modern"): _module_format(modern),
 }
 
 

@@ -27,6 +27,7 @@ class SearchConfig:
     vector_weight: float = 1.0
     lexical_weight: float = 1.0
     ef_search: int = 100
+    return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
 
@@ -211,12 +212,14 @@ def _lexical_candidates(conn, table_name, query, where, params, config: SearchCo
 
 
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
-    ranked = _ranked(conn, table_name, query, filters, config, embedder)[:k]
-    table = sql.Identifier(table_name)
+    ranked = _ranked(conn, table_name, query, filters, config, embedder)
+    if config.return_parents:
+        ranked = _parents_of(conn, table_name, ranked)
+    ranked = ranked[:k]
     ids = [chunk_id for chunk_id, _ in ranked]
     rows = conn.execute(
         sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
-            cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=table),
+            cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=sql.Identifier(table_name)),
         [ids],
     ).fetchall()
     by_id = {row[0]: row for row in rows}
@@ -224,3 +227,23 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
         query, config.mode, version,
         _rows_to_results([by_id[i] for i in ids], [score for _, score in ranked]),
     )
+
+
+def _parents_of(conn, table_name, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Seed 004: retrieve the child, return the parent. A hit with a parent (a verse in its
+    pericope) is replaced by the parent, and a parent reached twice is kept once, at its best rank.
+    The parent is read under the same row-level rules as its child (same source, same ACL)."""
+    parents = dict(
+        conn.execute(
+            sql.SQL("SELECT chunk_id, parent_id FROM {} WHERE chunk_id = ANY(%s) AND parent_id IS NOT NULL").format(
+                sql.Identifier(table_name)),
+            [[chunk_id for chunk_id, _ in ranked]],
+        ).fetchall()
+    )
+    seen, collapsed = set(), []
+    for chunk_id, score in ranked:
+        chosen = parents.get(chunk_id, chunk_id)
+        if chosen not in seen:
+            seen.add(chosen)
+            collapsed.append((chosen, score))
+    return collapsed

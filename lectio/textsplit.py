@@ -27,21 +27,39 @@ def _sentencizer():
 _ABBREVIATION_END = re.compile(r"(?:\b(?:cf|v|vv|ch|chs|ff|e\.g|i\.e|viz|St|Dr|Mr|Mrs|ed|eds|vol|p|pp|no))\.$")
 
 
+# An item number standing alone, as in "these rules: 1. That the law is perfect … 2. That …".
+_BARE_ENUMERATOR = re.compile(r"\(?\d{1,3}[.)]")
+_TRAILING_ENUMERATOR = re.compile(r"(?<=[:,;])\s+(\(?\d{1,3}[.)])$")
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of a paragraph: spaCy's rule-based sentencizer, then re-joined where it cut
-    after an abbreviation ("Rom. 8:28", "cf. v. 3") or before a lower-case or digit start."""
+    after an abbreviation ("Rom. 8:28", "cf. v. 3") or before a lower-case or digit start,
+    and an item number it cut off ("… observed: 1.") moved to the item it numbers."""
     text = text.strip()
     if not text:
         return []
     found: list[str] = []
+    enumerator = ""  # a bare "5." the sentencizer cut off: it opens the next sentence
     for span in _sentencizer()(text).sents:
         sentence = span.text.strip()
         if not sentence:
             continue
-        if found and (sentence[0].islower() or sentence[0].isdigit() or _ABBREVIATION_END.search(found[-1])):
+        if _BARE_ENUMERATOR.fullmatch(sentence):
+            enumerator = f"{enumerator} {sentence}".strip()
+        elif enumerator:
+            found.append(f"{enumerator} {sentence}")
+            enumerator = ""
+        elif found and (sentence[0].islower() or sentence[0].isdigit() or _ABBREVIATION_END.search(found[-1])):
             found[-1] = f"{found[-1]} {sentence}"
         else:
             found.append(sentence)
+    if enumerator:
+        found.append(enumerator)
+    # "… these rules are to be observed: 1." keeps its item number; hand it to the item.
+    for i in range(len(found) - 1):
+        if tail := _TRAILING_ENUMERATOR.search(found[i]):
+            found[i], found[i + 1] = found[i][: tail.start()], f"{tail[1]} {found[i + 1]}"
     return found
 
 
@@ -94,3 +112,54 @@ def with_trailing_overlap(pieces: list[str], max_tokens: int = MAX_TEXT_TOKENS) 
         joined = f"{carried} {piece}" if carried else piece
         out.append(joined if carried and count_tokens([joined])[0] <= max_tokens else piece)
     return out
+
+
+# ---------------------------------------------------------------- long sentences, even pieces
+
+_CLAUSE_BREAK = re.compile(r"(?<=[;:])\s+")
+_COMMA_BREAK = re.compile(r"(?<=,)\s+")
+
+
+def clauses(sentence: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
+    """A sentence too long for max_tokens cut at semicolons and colons, a clause still too long
+    at commas, and only a phrase still too long at word boundaries. Older prose runs one sentence
+    well past the model's window (a catechism answer listing forty sins), and a semicolon is a
+    truer break than the 254th word piece. The parts are not packed: the caller packs them."""
+    parts: list[str] = []
+    for clause in _CLAUSE_BREAK.split(sentence.strip()):
+        if count_tokens([clause])[0] <= max_tokens:
+            parts.append(clause)
+            continue
+        for phrase in _COMMA_BREAK.split(clause):
+            parts.extend(split_into_windows(phrase, max_tokens))
+    return [p for p in parts if p]
+
+
+def even_pack(pieces: list[str], max_tokens: int, joiner: str = " ") -> list[str]:
+    """As few groups as `pack` makes within max_tokens, but evenly sized: packed to the smallest
+    cap that still gives that few groups, so a unit just over the limit splits into halves
+    rather than into a full piece and a scrap."""
+    fewest = len(pack(pieces, max_tokens, joiner))
+    if fewest <= 1:
+        return pack(pieces, max_tokens, joiner)
+    low, high = max(count_tokens(pieces)), max_tokens
+    while low < high:  # the group count only falls as the cap rises
+        middle = (low + high) // 2
+        if len(pack(pieces, middle, joiner)) <= fewest:
+            high = middle
+        else:
+            low = middle + 1
+    return pack(pieces, high, joiner)
+
+
+def split_sentences_to_fit(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
+    """One paragraph's worth of text in evenly sized pieces within max_tokens, cut between
+    sentences, and a sentence too long for the budget between its clauses (see `clauses`)."""
+    text = text.strip()
+    if count_tokens([text])[0] <= max_tokens:
+        return [text]
+    units: list[str] = []
+    for sentence in sentences(text):
+        fits = count_tokens([sentence])[0] <= max_tokens
+        units.extend([sentence] if fits else clauses(sentence, max_tokens))
+    return even_pack(units, max_tokens)

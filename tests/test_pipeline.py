@@ -143,3 +143,27 @@ def test_materialize_the_asset_graph_for_one_source(settings, tmp_path):
     assert chunks["breadcrumb"].str.startswith("Study Group Leader Guide").all()
     embedded = result.asset_materializations_for_node("embeddings")[0].metadata
     assert embedded["chunks"].value == len(chunks)
+
+
+def test_hybrid_lexical_and_vector_modes(main_run, conn):
+    from lectio.search import SearchConfig
+
+    query = "do not be anxious about anything"
+    for mode in ("vector", "lexical", "hybrid"):
+        response = search(conn, query, k=5, config=SearchConfig(mode=mode))
+        assert response.mode == mode
+        assert "phil_4_6" in {ref for r in response.results for ref in r.refs}, mode
+    # BM25 weighs the rare word: a query of one rare word finds the verses that hold it.
+    lexical = search(conn, "Nicodemus", k=5, config=SearchConfig(mode="lexical")).results
+    assert lexical and all("Nicodemus" in r.text for r in lexical)
+
+
+def test_parents_replace_children_once(main_run, conn):
+    from lectio.search import SearchConfig
+
+    plain = search(conn, "rejoice in the Lord always", k=20).results
+    parents = search(conn, "rejoice in the Lord always", k=20, config=SearchConfig(return_parents=True)).results
+    assert any(r.granularity == "verse" for r in plain)
+    assert not any(r.granularity == "verse" for r in parents)  # every verse has a pericope parent here
+    ids = [r.chunk_id for r in parents]
+    assert len(ids) == len(set(ids))
