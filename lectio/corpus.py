@@ -21,6 +21,8 @@ SWORD_PACKAGES = {
     "scofield": "sword-comm-scofield",
     "strongsgreek": "sword-dict-strongs-greek",
     "strongshebrew": "sword-dict-strongs-hebrew",
+    # Nave's Topical Bible: evaluation only (data/queries/naves.jsonl), never an index input.
+    "nave": "sword-dict-naves",
 }
 
 

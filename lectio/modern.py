@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from lectio import documents
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.patristic import cited_verse_ids, fit_paragraphs, verse_ids
+from lectio.patristic import fit_paragraphs
+from lectio.verses import cited_verse_ids, verse_ids
 from lectio.raw import RawText
 from lectio.refs import Ref, RefRange, UnknownReference, parse_reference
 from lectio.sources import Source, SourceError

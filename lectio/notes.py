@@ -23,7 +23,7 @@ from typing import Any
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.raw import RawText, hash_parts
-from lectio.reformation import verse_ids  # belongs in lectio.refs: nothing Reformation-specific
+from lectio.verses import verse_ids
 from lectio.refs import Ref, RefRange, UnknownReference, find_references, parse_reference
 from lectio.sources import Source, SourceError
 from lectio.textsplit import pack, paragraphs, sentences, split_sentences_to_fit

@@ -33,11 +33,11 @@ from pathlib import Path
 import yaml
 
 from lectio import documents
-from lectio.books import BOOKS
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.raw import RawText
-from lectio.refs import Ref, RefRange, find_references
+from lectio.refs import Ref
+from lectio.verses import cited_verse_ids
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
 from lectio.textsplit import even_pack, split_sentences_to_fit
@@ -64,7 +64,6 @@ RULES = {
     "header": "[author, work | Book b, Chapter c: title]",
     "overlap": "none: tags and refs describe a chunk's own text",
     "scripture_refs": "find_references over the body, ranges expanded to verse ids",
-    "max_range_verses": 200,
     "tags_from": "body without header, whole words and phrases, case-insensitive",
     "vocabulary": _file_digest(VOCABULARY),
     "revision": 1,
@@ -209,58 +208,6 @@ def parse(source: Source, raw: RawText) -> Work:
         raise SourceError(source.id, f"division {where!r} occurs more than once; numbering must be unique")
     title = source.metadata.get("title") or file_title or source.id
     return Work(author=str(author), title=str(title), divisions=tuple(divisions))
-
-
-# ---------------------------------------------------------------- scripture references
-
-
-@lru_cache(maxsize=1)
-def _verse_counts() -> dict[str, tuple[int, ...]]:
-    """Verses per chapter for each book id: the most any of the KJV, NRSV and NRSVA
-    versifications gives (pysword's tables), so a verse one of them numbers is never lost."""
-    from pysword.canons import canons
-
-    counts: dict[str, list[int]] = {}
-    by_osis = {b.osis: b for b in BOOKS}
-    for name in ("kjv", "nrsv", "nrsva"):
-        for _, osis, _, chapters in canons[name]["ot"] + canons[name]["nt"]:
-            book = by_osis.get(osis)
-            if book is None or len(chapters) != book.chapters:
-                continue
-            known = counts.setdefault(book.id, [0] * book.chapters)
-            counts[book.id] = [max(a, b) for a, b in zip(known, chapters)]
-    return {k: tuple(v) for k, v in counts.items()}
-
-
-def _expand(ref_range: RefRange, max_verses: int) -> list[Ref]:
-    start, end = ref_range.start, ref_range.end
-    if start.book != end.book:
-        return [start, end]
-    counts = _verse_counts()[start.book]
-    refs = []
-    for chapter in range(start.chapter, end.chapter + 1):
-        first = start.verse if chapter == start.chapter else 1
-        last = min(end.verse if chapter == end.chapter else counts[chapter - 1], counts[chapter - 1])
-        refs.extend(Ref(start.book, chapter, verse) for verse in range(first, last + 1))
-    if len(refs) > max_verses:
-        # A range of whole books says little about any verse; keep its ends for range lookups.
-        return [r for r in (start, end) if r.verse <= counts[r.chapter - 1]]
-    return refs
-
-
-def verse_ids(ranges: Iterable[RefRange], max_range_verses: int = RULES["max_range_verses"]) -> tuple[str, ...]:
-    """Verse ids a list of ranges covers, in canonical order, each once. Ranges are expanded
-    with real verse counts (refs.py has none); verses no versification has are dropped, since a
-    "Romans 3:40" in prose names nothing."""
-    by_ordinal: dict[int, str] = {}
-    for ref_range in ranges:
-        for ref in _expand(ref_range, max_range_verses):
-            by_ordinal[ref.ordinal] = ref.id
-    return tuple(by_ordinal[o] for o in sorted(by_ordinal))
-
-
-def cited_verse_ids(text: str) -> tuple[str, ...]:
-    return verse_ids(find_references(text))
 
 
 # ---------------------------------------------------------------- topics and positions

@@ -21,7 +21,8 @@ from typing import Any
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.raw import RawText, hash_parts
-from lectio.refs import END_OF_CHAPTER, Ref, RefRange, find_references
+from lectio.refs import Ref, find_references
+from lectio.verses import verse_ids
 from lectio.sources import Source, SourceError
 from lectio.textsplit import split_sentences_to_fit
 
@@ -273,16 +274,3 @@ def refs_of(text: str) -> tuple[tuple[str, ...], int | None, list[str]]:
     return ids, (Ref.from_id(ids[0]).ordinal if ids else None), [r.label for r in ranges]
 
 
-def verse_ids(ranges: list[RefRange]) -> tuple[str, ...]:
-    """Every verse of a range inside one chapter; verse counts are not known here, so a range
-    over a whole chapter or across chapters gives its start id and, when it names one, its end
-    id (the labels in metadata keep the whole range)."""
-    ids: list[str] = []
-    for r in ranges:
-        if (r.start.book, r.start.chapter) == (r.end.book, r.end.chapter) and r.end.verse != END_OF_CHAPTER:
-            ids.extend(Ref(r.start.book, r.start.chapter, v).id for v in range(r.start.verse, r.end.verse + 1))
-        else:
-            ids.append(r.start.id)
-            if r.end.verse != END_OF_CHAPTER:
-                ids.append(r.end.id)
-    return tuple(dict.fromkeys(ids))

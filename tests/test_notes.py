@@ -71,8 +71,9 @@ def test_a_middling_note_of_several_paragraphs_splits_between_them(alice):
     for piece in pieces:  # whole paragraphs only
         assert set(paragraphs(piece.text)) <= set(paragraphs(texts["n3"]))
     assert "\n\n".join(p.text for p in pieces) == texts["n3"]
-    # "Psalm 23" is a whole chapter: its start verse, with the range kept in metadata.
-    assert pieces[0].refs == ("ps_23_1",) and pieces[0].metadata["ref_ranges"] == [["ps_23_1", "ps_23_999"]]
+    # "Psalm 23" is a whole chapter: all six of its verses, with the range kept in metadata.
+    assert pieces[0].refs == tuple(f"ps_23_{v}" for v in range(1, 7))
+    assert pieces[0].metadata["ref_ranges"] == [["ps_23_1", "ps_23_999"]]
 
 
 def test_a_middling_single_paragraph_stays_whole_unless_the_model_would_truncate_it(alice):
