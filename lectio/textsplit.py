@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from lectio.books import find_book
 from lectio.model import MAX_TEXT_TOKENS, count_tokens, split_into_windows
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
@@ -32,6 +33,18 @@ _BARE_ENUMERATOR = re.compile(r"\(?\d{1,3}[.)]")
 _TRAILING_ENUMERATOR = re.compile(r"(?<=[:,;])\s+(\(?\d{1,3}[.)])$")
 
 
+def _continues(previous: str, sentence: str) -> bool:
+    """Whether the sentencizer cut inside a sentence: after an abbreviation ("cf. v. 3"), after a
+    book name before its chapter ("Rom. | 8:28"), or before an ASCII lower-case word. Greek
+    ("ἱλαστήριον is …") and sigla ("1QS", "4 Ezra") may open a real sentence."""
+    if _ABBREVIATION_END.search(previous):
+        return True
+    if sentence[0].isdigit():
+        last_word = previous.rstrip(".").rsplit(None, 1)[-1] if previous.strip() else ""
+        return previous.endswith(".") and find_book(last_word) is not None
+    return "a" <= sentence[0] <= "z"
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of a paragraph: spaCy's rule-based sentencizer, then re-joined where it cut
     after an abbreviation ("Rom. 8:28", "cf. v. 3") or before a lower-case or digit start,
@@ -50,7 +63,7 @@ def sentences(text: str) -> list[str]:
         elif enumerator:
             found.append(f"{enumerator} {sentence}")
             enumerator = ""
-        elif found and (sentence[0].islower() or sentence[0].isdigit() or _ABBREVIATION_END.search(found[-1])):
+        elif found and _continues(found[-1], sentence):
             found[-1] = f"{found[-1]} {sentence}"
         else:
             found.append(sentence)
