@@ -19,6 +19,8 @@ class IndexConfig(Config):
     # Sources that failed in this run, as `lectio run` saw them; besides these, a source whose
     # chunks were never materialised counts as failed.
     failed_sources: list[str] = []
+    # False builds a candidate version beside the live one (for comparison or a gated switch).
+    switch_live: bool = True
 
 
 def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.DataFrame]:
@@ -63,7 +65,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
         with lectio.connect() as conn:
-            outcome = build_index(conn, frame, lectio.embedder().model_id, failed)
+            outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live)
         context.add_output_metadata(
             {
                 "version": outcome.version,

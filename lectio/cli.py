@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = command("run", _run, "materialise every asset: the main job")
     run.add_argument("--sources", help="sources file (default data/sources.yaml)")
+    run.add_argument("--candidate", action="store_true", help="build the index version but leave the live one")
 
     dev = command("dev", _dev, "start the database and the Dagster UI")
     dev.add_argument("--sources", help="sources file (default data/sources.yaml)")
@@ -80,7 +81,7 @@ def _run(args) -> int:
     if not args.json:
         logging.basicConfig(format="      %(message)s")
         logging.getLogger("lectio").setLevel(logging.INFO)
-    report = run_main(load_settings(), echo=(lambda _: None) if args.json else print)
+    report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     return 0 if not report.failed and report.index.get("ok") else 1

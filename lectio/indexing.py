@@ -20,7 +20,11 @@ class IndexOutcome:
 
 
 def build_index(
-    conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str, failed_sources: list[str]
+    conn: psycopg.Connection,
+    chunks: pd.DataFrame,
+    model_id: str,
+    failed_sources: list[str],
+    switch_live: bool = True,
 ) -> IndexOutcome:
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
@@ -33,7 +37,9 @@ def build_index(
     existing = store.find_ready_version(conn, fp)
     version = existing or store.build_version(conn, chunks, model_id, fp).version
     current = store.live_version(conn)
-    if failed_sources and current is not None:
+    if not switch_live:
+        live, reason = current == version, f"built as a candidate; {current or 'nothing'} stays live"
+    elif failed_sources and current is not None:
         live, reason = False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
     elif current == version:
         live, reason = True, "unchanged: this version was already live"

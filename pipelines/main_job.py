@@ -54,7 +54,7 @@ class MainRunReport:
         }
 
 
-def run_main(settings: Settings, echo: Callable[[str], None] = print) -> MainRunReport:
+def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True) -> MainRunReport:
     started = time.monotonic()
     db = ensure_database(settings)
     prepare_dagster_env(settings, db)
@@ -84,7 +84,7 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print) -> MainRun
     failed = [o.source_id for o in outcomes if not o.ok]
     echo("index: size distribution, embeddings lookup, pgvector table …")
     result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-        run_config={**_QUIET, "ops": {"search_index": {"config": {"failed_sources": failed}}}},
+        run_config={**_QUIET, "ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": switch_live}}}},
         instance=instance,
         raise_on_error=False,
     )

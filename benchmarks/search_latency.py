@@ -1,0 +1,95 @@
+"""Search latency at k=20 on an index version, and HNSW recall against exact search.
+
+Baseline, measured in the same run: the same vector query with index scans disabled
+(`enable_indexscan = off`), i.e. an exact scan of every row. Reported: p50/p95 latency of
+hybrid search (end to end, query embedding included), of the HNSW vector step and of the exact
+scan, the exact/HNSW latency ratio, and HNSW recall@20 = share of the exact top 20 that the
+HNSW scan also returns, at the configured ef_search.
+
+    LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--ef 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from psycopg import sql
+
+from lectio import store
+from lectio.database import ensure_database
+from lectio.model import Embedder
+from lectio.querysets import load_queries
+from lectio.refs import UnknownReference, parse_reference
+from lectio.search import SearchConfig, search
+from lectio.settings import load_settings
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def top_ids(conn, table: str, vector, k: int, exact: bool, ef: int) -> tuple[list[str], float]:
+    with conn.transaction():
+        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+        started = time.perf_counter()
+        rows = conn.execute(
+            sql.SQL("SELECT chunk_id FROM {} WHERE acl && %s ORDER BY embedding <=> %s LIMIT %s").format(
+                sql.Identifier(table)),
+            [["public"], vector, k],
+        ).fetchall()
+        return [r[0] for r in rows], time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", default="data/queries/theology.jsonl")
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
+    args = parser.parse_args()
+
+    def is_reference(text: str) -> bool:
+        try:
+            return bool(parse_reference(text))
+        except UnknownReference:
+            return True
+
+    queries = [q.query for q in load_queries(args.queries) if not is_reference(q.query)]
+    embedder = Embedder()
+    vectors = embedder.encode(queries)
+    with ensure_database(load_settings()).connect() as conn:
+        store.ensure_schema(conn)
+        version = store.get_version(conn, store.live_version(conn))
+        search(conn, queries[0], k=args.k, embedder=embedder)  # warm caches
+        hybrid, hnsw, exact, recalls = [], [], [], []
+        for query, vector in zip(queries, vectors):
+            started = time.perf_counter()
+            search(conn, query, k=args.k, embedder=embedder)
+            hybrid.append(time.perf_counter() - started)
+            approx_ids, t_hnsw = top_ids(conn, version.table_name, vector, args.k, False, args.ef)
+            exact_ids, t_exact = top_ids(conn, version.table_name, vector, args.k, True, args.ef)
+            hnsw.append(t_hnsw)
+            exact.append(t_exact)
+            recalls.append(len(set(approx_ids) & set(exact_ids)) / len(exact_ids))
+    ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
+    print(json.dumps({
+        "index_version": version.version,
+        "rows": version.rows,
+        "queries": len(queries),
+        "k": args.k,
+        "ef_search": args.ef,
+        "hybrid_ms_p50": ms(hybrid, 50), "hybrid_ms_p95": ms(hybrid, 95),
+        "hnsw_ms_p50": ms(hnsw, 50), "hnsw_ms_p95": ms(hnsw, 95),
+        "exact_ms_p50": ms(exact, 50), "exact_ms_p95": ms(exact, 95),
+        "exact_over_hnsw_p50": round(statistics.median(exact) / statistics.median(hnsw), 1),
+        "hnsw_recall_at_k": round(statistics.mean(recalls), 4),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
