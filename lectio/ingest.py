@@ -36,6 +36,7 @@ FORMATS: dict[tuple[str, str | None], Format] = {
     ("sword-bible", None): _module_format(scripture),
     ("markdown", None): _module_format(documents),
     ("text", None): _module_format(documents),
+    ("html", None): _module_format(documents),
     ("westminster-json", None): _module_format(reformation),
     ("text", "reformation"): _module_format(theses),
     ("notes-jsonl", None): _module_format(notes),

@@ -20,6 +20,7 @@ FORMATS = (
     "sword-lexicon",
     "markdown",
     "text",
+    "html",
     "notes-jsonl",
     "westminster-json",
 )
