@@ -41,6 +41,20 @@ class Database:
         return conn
 
 
+    def reader_url(self, role: str) -> str:
+        """The same server and database, logged in as `role` (the embedded server trusts local
+        users; an external one needs LECTIO_READER_URL with the role's password)."""
+        import os
+
+        return os.environ.get("LECTIO_READER_URL") or with_user(self.url, role)
+
+
+def with_user(url: str, user: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path="/" + name))

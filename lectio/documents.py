@@ -19,44 +19,39 @@ structure:
 - where a heading's whole subtree of several sections fits the model, it is also emitted as a
   "document-section" parent chunk and its section chunks point to it (seed 004: retrieve the
   child, return the parent).
+
+This module is the chunking ruleset; `lectio.readers.documents` lexes each format into blocks and
+`lectio.document_model` builds the model from them.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from html.parser import HTMLParser
-from typing import Union
 
 import numpy as np
-import yaml
 
 from lectio.chunk import Chunk, ruleset_version
+from lectio.document_model import (
+    EXCEPTION_OPENERS,
+    Block,
+    Document,
+    ItemList,
+    Paragraph,
+    Section,
+    Table,
+    Unit,
+    build,
+    is_exception,
+)
 from lectio.model import MAX_TEXT_TOKENS, count_tokens, model_id
 from lectio.raw import RawText, hash_parts
+from lectio.readers.documents import lex
 from lectio.refs import Ref
 from lectio.sources import Source, SourceError
 from lectio.textsplit import clauses, sentences
 from lectio.verses import cited_verse_ids
-
-# A paragraph (or a list's or table's introduction) opening with one of these qualifies the block
-# before it, and is kept in the same chunk (seed 001: split a rule from its exception and both
-# halves retrieve well and answer wrongly). Matched case-insensitively after leading emphasis.
-EXCEPTION_OPENERS = (
-    "except",
-    "exception",
-    "exceptions",
-    "however,",
-    "unless",
-    "notwithstanding",
-    "this does not apply",
-    "this rule does not apply",
-    "this policy does not apply",
-    "these rules do not apply",
-    "the only exception",
-    "with the exception of",
-)
 
 RULES = {
     "formats": ["markdown", "text", "html"],
@@ -83,63 +78,6 @@ RULESET = ruleset_version("document", RULES)
 SEPARATOR = " › "
 
 
-# ---------------------------------------------------------------- the document model
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Paragraph:
-    text: str
-
-
-@dataclass(frozen=True)
-class ItemList:
-    items: tuple[str, ...]
-    intro: str | None = None  # the paragraph ending in ':' that introduces the list
-    start: int | None = None  # first number of an ordered list; None for bullets
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    intro: str | None = None  # the paragraph ending in ':' before it, and/or its caption
-
-
-Block = Union[Paragraph, ItemList, Table]
-
-
-@dataclass(frozen=True)
-class Unit:
-    """A block with the exceptions that follow and qualify it: never separated."""
-
-    block: Block
-    exceptions: tuple[Block, ...] = ()
-
-
-@dataclass(frozen=True)
-class Section:
-    path: tuple[str, ...]  # headings from the top; () for text before the first heading
-    units: tuple[Unit, ...]
-
-
-@dataclass(frozen=True)
-class Document:
-    title: str
-    sections: tuple[Section, ...]  # in document order; only sections with content
-    metadata: dict = field(default_factory=dict)  # effective_date, scope, author: JSON-able
-
-    def __len__(self) -> int:
-        """Blocks in the document (paragraphs, lists, tables, exceptions): what the
-        parsed-structure asset reports for a document."""
-        return sum(1 + len(u.exceptions) for s in self.sections for u in s.units)
-
-
 # ---------------------------------------------------------------- read
 
 
@@ -163,412 +101,11 @@ def read(source: Source, corpus_dir=None) -> RawText:
 
 
 def parse(source: Source, raw: RawText) -> Document:
-    text = raw.payload.lstrip("\ufeff")
-    front: dict = {}
-    if source.format == "html" or (source.path is not None and source.path.suffix.lower() in (".html", ".htm")):
-        title_hint, events = _lex_html(text)
-    elif source.format == "markdown":
-        front, text = _front_matter(source, text)
-        title_hint, events = None, _lex_markdown(text)
-    else:
-        title_hint, events = None, _lex_text(text)
-    document = _build(source, events, front, title_hint)
+    title_hint, front, events = lex(source, raw.payload)
+    document = build(source, events, front, title_hint)
     if not document.sections:
         raise SourceError(source.id, "has headings but no text to index")
     return document
-
-
-def _front_matter(source: Source, text: str) -> tuple[dict, str]:
-    """A leading `---` YAML block (title, effective_date, scope) is metadata, not text."""
-    match = re.match(r"---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", text, re.DOTALL)
-    if not match:
-        return {}, text
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise SourceError(source.id, f"front matter is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        return {}, text
-    return {k: str(v) for k, v in data.items() if v is not None}, text[match.end() :]
-
-
-def _build(source: Source, events: list, front: dict, title_hint: str | None) -> Document:
-    """Events of any format → sections with their units (intros and exceptions attached)."""
-    headings = [e for e in events if isinstance(e, Heading)]
-    declared = front.get("title") or title_hint  # front matter or HTML <title>
-    own_title = declared
-    # Without one, a lone top heading opening the document names it ("# Staff Policy").
-    if not own_title and headings and events[0] is headings[0] and sum(h.level == headings[0].level for h in headings) == 1:
-        own_title = headings[0].text
-    title = source.metadata.get("title") or own_title or source.id
-    # A first heading repeating the title is the title, not a section; a lone top heading that
-    # differs from the source's title stays in the path ("Guide › Leading a group › …").
-    title_words = {t.casefold() for t in (title, declared) if t}
-
-    sections: list[Section] = []
-    stack: list[tuple[int, str | None]] = []  # (level, text); None for the heading that is the title
-    blocks: list[Block] = []
-
-    def close():
-        if blocks:
-            path = tuple(t for _, t in stack if t is not None)
-            sections.append(Section(path, _units(blocks)))
-            blocks.clear()
-
-    for event in events:
-        if isinstance(event, Heading):
-            close()
-            while stack and stack[-1][0] >= event.level:
-                stack.pop()
-            is_title = not sections and not stack and event.text.casefold() in title_words
-            stack.append((event.level, None if is_title else event.text))
-        else:
-            blocks.append(event)
-    close()
-
-    metadata = {k: front[k] for k in ("effective_date", "scope", "author") if front.get(k)}
-    metadata.update({k: str(source.metadata[k]) for k in ("effective_date", "scope", "author") if source.metadata.get(k)})
-    return Document(title, tuple(sections), metadata)
-
-
-def _units(blocks: list[Block]) -> tuple[Unit, ...]:
-    # A paragraph ending in ':' introduces the list or table right after it.
-    merged: list[Block] = []
-    for block in blocks:
-        previous = merged[-1] if merged else None
-        if isinstance(block, (ItemList, Table)) and isinstance(previous, Paragraph) and previous.text.endswith(":"):
-            intro = previous.text if not block.intro else f"{previous.text}\n{block.intro}"
-            merged[-1] = _with_intro(block, intro)
-        else:
-            merged.append(block)
-    units: list[Unit] = []
-    for block in merged:
-        if units and is_exception(_opening(block)):
-            units[-1] = Unit(units[-1].block, units[-1].exceptions + (block,))
-        else:
-            units.append(Unit(block))
-    return tuple(units)
-
-
-def _with_intro(block: Block, intro: str) -> Block:
-    if isinstance(block, ItemList):
-        return ItemList(block.items, intro, block.start)
-    return Table(block.header, block.rows, intro)
-
-
-def _opening(block: Block) -> str:
-    return block.text if isinstance(block, Paragraph) else (block.intro or "")
-
-
-_EXCEPTION = re.compile(
-    r"^[\s*_>]*(?:" + "|".join(re.escape(o) + (r"\b" if o[-1].isalnum() else "") for o in EXCEPTION_OPENERS) + ")",
-    re.IGNORECASE,
-)
-
-
-def is_exception(text: str) -> bool:
-    """Whether a paragraph opens as a qualification of what precedes it (EXCEPTION_OPENERS)."""
-    return bool(_EXCEPTION.match(text))
-
-
-# ---------------------------------------------------------------- markdown
-
-
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MD_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(.*)$")
-_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-
-
-def _inline(text: str) -> str:
-    """Markdown inline markup costs word pieces and means nothing to the model: keep the words."""
-    text = _LINK.sub(r"\1", text)
-    text = _EMPHASIS.sub(r"\2", text)
-    return re.sub(r"[ \t]+", " ", text.replace("`", "")).strip()
-
-
-def _cells(line: str) -> tuple[str, ...]:
-    line = line.strip()
-    line = line[1:] if line.startswith("|") else line
-    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
-    return tuple(_inline(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", line))
-
-
-def _lex_markdown(text: str) -> list:
-    lines = text.splitlines()
-    events: list = []
-    paragraph: list[str] = []
-
-    def flush():
-        if paragraph:
-            events.append(Paragraph(_inline(" ".join(paragraph))))
-            paragraph.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            flush()
-            i += 1
-        elif line.lstrip().startswith("<!--"):
-            flush()
-            while i < len(lines) and "-->" not in lines[i]:
-                i += 1
-            i += 1
-        elif fence := _FENCE.match(line):
-            flush()
-            code, i = [], i + 1
-            while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
-                code.append(lines[i])
-                i += 1
-            if code:
-                events.append(Paragraph("\n".join(code).strip()))
-            i += 1
-        elif atx := _ATX.match(line):
-            flush()
-            if atx.group(2):
-                events.append(Heading(len(atx.group(1)), _inline(atx.group(2))))
-            i += 1
-        elif paragraph and (setext := _SETEXT.match(line)):
-            heading = _inline(" ".join(paragraph))
-            paragraph.clear()
-            events.append(Heading(1 if setext.group(1)[0] == "=" else 2, heading))
-            i += 1
-        elif _BREAK.match(line):
-            flush()
-            i += 1
-        elif "|" in line and i + 1 < len(lines) and "|" in lines[i + 1] and _TABLE_RULE.match(lines[i + 1]):
-            flush()
-            header, rows, i = _cells(line), [], i + 2
-            while i < len(lines) and lines[i].strip() and "|" in lines[i]:
-                row = _cells(lines[i])
-                rows.append((row + ("",) * len(header))[: max(len(header), len(row))])
-                i += 1
-            events.append(Table(header, tuple(rows)))
-        elif _MD_ITEM.match(line):
-            flush()
-            item_list, i = _lex_list(lines, i, _MD_ITEM)
-            events.append(item_list)
-        else:
-            paragraph.append(line.strip().lstrip(">").strip())
-            i += 1
-    flush()
-    return events
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _lex_list(lines: list[str], i: int, item_pattern: re.Pattern) -> tuple[ItemList, int]:
-    """Items from line i on; continuation lines and nested items stay with their item."""
-    first = item_pattern.match(lines[i])
-    base = len(first.group(1).expandtabs(4))
-    marker = first.group(2)
-    start = int(marker[:-1]) if marker[:-1].isdigit() else None
-    items: list[list[str]] = []
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            following = next((j for j in range(i + 1, len(lines)) if lines[j].strip()), None)
-            if following is not None and (
-                _indent(lines[following]) > base
-                or ((m := item_pattern.match(lines[following])) and len(m.group(1).expandtabs(4)) <= base + 1)
-            ):
-                i = following
-                continue
-            break
-        item = item_pattern.match(line)
-        if item and len(item.group(1).expandtabs(4)) <= base + 1:
-            items.append([_inline(item.group(3))])
-        elif item:
-            items[-1].append("\n  - " + _inline(item.group(3)))
-        elif _ATX.match(line) or _FENCE.match(line) or _BREAK.match(line) or (_indent(line) <= base and "|" in line):
-            break
-        else:
-            items[-1].append(" " + _inline(line))
-        i += 1
-    return ItemList(tuple("".join(parts).strip() for parts in items), start=start), i
-
-
-# ---------------------------------------------------------------- plain text
-
-
-_TEXT_ITEM = re.compile(r"^([ \t]*)([-*+•–]|\d{1,3}[.)]|[a-z][.)])[ \t]+(.*)$")
-_NUMBERED_HEADING = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?[ \t]+([A-Z][^\n]*)$")
-_ENDS_A_SENTENCE = re.compile(r"[.!?:;,]$")
-
-
-def _lex_text(text: str) -> list:
-    """Blank lines separate blocks. A heading is a line standing alone that is in capitals or
-    numbered ("2. Swapping shifts", "2.1 …") and does not end like a sentence, or a line
-    underlined with === or ---. Heading levels go by style in order of first use, as in
-    reStructuredText, so a document decides its own hierarchy. Lines starting with a bullet or
-    number form a list, even straight after lines of text (which introduce it if they end in
-    ':'); a single standing numbered line is a heading, not a one-item list."""
-    events: list = []
-    styles: list[str] = []
-
-    def heading(style: str, words: str) -> Heading:
-        if style not in styles:
-            styles.append(style)
-        return Heading(styles.index(style) + 1, words.strip())
-
-    for block in re.split(r"\n[ \t]*\n", text.strip()):
-        lines = [line.rstrip() for line in block.strip("\n").splitlines() if line.strip()]
-        if not lines:
-            continue
-        first = lines[0].strip()
-        if len(lines) == 2 and _SETEXT.match(lines[1]):
-            events.append(heading(lines[1].strip()[0], first))
-        elif len(lines) == 1 and len(first) <= 80 and not _ENDS_A_SENTENCE.search(first):
-            numbered = _NUMBERED_HEADING.match(first)
-            if first.upper() == first and any(c.isalpha() for c in first):
-                events.append(heading("caps", first))
-            elif numbered:
-                events.append(heading(f"number{numbered.group(1).count('.') + 1}", first))
-            else:
-                events.append(Paragraph(first))
-        else:
-            starts = next((k for k, line in enumerate(lines) if _TEXT_ITEM.match(line)), None)
-            if starts is not None:
-                if starts:
-                    events.append(Paragraph(" ".join(line.strip() for line in lines[:starts])))
-                item_list, end = _lex_list(lines, starts, _TEXT_ITEM)
-                events.append(item_list)
-                if end < len(lines):
-                    events.append(Paragraph(" ".join(line.strip() for line in lines[end:])))
-            else:
-                events.append(Paragraph(" ".join(line.strip() for line in lines)))
-    return events
-
-
-# ---------------------------------------------------------------- HTML
-
-
-def _lex_html(text: str) -> tuple[str | None, list]:
-    lexer = _HtmlLexer()
-    lexer.feed(text)
-    lexer.close()
-    lexer.flush()
-    return lexer.title, lexer.events
-
-
-class _HtmlLexer(HTMLParser):
-    """Headings, paragraphs, lists and tables from HTML; scripts, styles and markup dropped."""
-
-    _SKIP = {"script", "style", "template", "noscript", "head"}
-    _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "blockquote",
-               "pre", "dd", "dt", "figure", "figcaption", "address", "nav", "body", "hr"}
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.events: list = []
-        self.title: str | None = None
-        self.text: list[str] = []  # inline text of whatever is being read
-        self.skip = 0
-        self.in_title = False
-        self.heading: int | None = None
-        self.lists: list[dict] = []  # open lists, innermost last
-        self.table: dict | None = None
-        self.row: list[str] | None = None
-        self.row_is_header = False
-
-    def _words(self) -> str:
-        words = re.sub(r"\s+", " ", "".join(self.text)).strip()
-        self.text.clear()
-        return words
-
-    def flush(self):
-        if words := self._words():
-            self.events.append(Paragraph(words))
-
-    def _in_block_context(self) -> bool:
-        return bool(self.lists) or self.table is not None or self.heading is not None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "title":
-            self.in_title = True
-        elif tag in self._SKIP:
-            self.skip += 1
-        elif re.fullmatch(r"h[1-6]", tag):
-            self.flush()
-            self.heading = int(tag[1])
-        elif tag in ("ul", "ol"):
-            if self.lists:  # a nested list: what came before it is its parent item's text
-                self.lists[-1]["parts"].append(self._words())
-            else:
-                self.flush()
-            start = dict(attrs).get("start") or "1"
-            self.lists.append({"items": [], "parts": [], "start": int(start) if tag == "ol" and start.isdigit() else None})
-        elif tag == "li" and self.lists:
-            self._close_item()
-        elif tag == "table":
-            self.flush()
-            self.table = {"header": None, "rows": [], "caption": None}
-        elif tag == "tr" and self.table is not None:
-            self.row, self.row_is_header = [], True
-        elif tag in ("td", "th", "caption") and self.table is not None:
-            self._words()
-            self.row_is_header &= tag != "td"
-        elif tag == "br":
-            self.text.append(" ")
-        elif tag in self._BLOCKS and not self._in_block_context():
-            self.flush()
-
-    def handle_endtag(self, tag):
-        if tag == "title":
-            self.in_title = False
-        elif tag in self._SKIP:
-            self.skip = max(0, self.skip - 1)
-        elif re.fullmatch(r"h[1-6]", tag) and self.heading is not None:
-            if words := self._words():
-                self.events.append(Heading(self.heading, words))
-            self.heading = None
-        elif tag == "li" and self.lists:
-            self._close_item()
-        elif tag in ("ul", "ol") and self.lists:
-            self._close_item()
-            closed = self.lists.pop()
-            if self.lists:
-                self.lists[-1]["parts"].extend(f"\n  - {item}" for item in closed["items"])
-            elif closed["items"]:
-                self.events.append(ItemList(tuple(closed["items"]), start=closed["start"]))
-        elif tag == "caption" and self.table is not None:
-            self.table["caption"] = self._words()
-        elif tag in ("td", "th") and self.row is not None:
-            self.row.append(self._words())
-        elif tag == "tr" and self.row is not None and self.table is not None:
-            if self.row_is_header and self.table["header"] is None and not self.table["rows"]:
-                self.table["header"] = tuple(self.row)
-            elif any(self.row):
-                self.table["rows"].append(tuple(self.row))
-            self.row = None
-        elif tag == "table" and self.table is not None:
-            table, self.table = self.table, None
-            rows = list(table["rows"])
-            header = table["header"] or (rows.pop(0) if rows else ())
-            if header or rows:
-                self.events.append(Table(tuple(header), tuple(rows), table["caption"] or None))
-        elif tag in self._BLOCKS and not self._in_block_context():
-            self.flush()
-
-    def _close_item(self):
-        current = self.lists[-1]
-        words = re.sub(r"[ \t]+", " ", " ".join([*current["parts"], self._words()])).strip()
-        if words:
-            current["items"].append(re.sub(r" ?\n ?", "\n", words).replace("\n-", "\n  -"))
-        current["parts"] = []
-
-    def handle_data(self, data):
-        if self.in_title:
-            self.title = ((self.title or "") + data).strip()
-        elif not self.skip:
-            self.text.append(data)
 
 
 # ---------------------------------------------------------------- chunk
@@ -683,7 +220,7 @@ def _pack_pieces(pieces: list[_Piece], target: int) -> list[_Piece]:
             members = [run[k] for k in group]
             text = "\n\n".join(p.text for p in members)
             blocks = tuple(dict.fromkeys(b for p in members for b in p.blocks))
-            out.append(_Piece(text, _size(text), False, "structure", blocks, members[0].rows))
+            out.append(_Piece(text, _size(text), False, "structure", blocks))
         run.clear()
 
     for piece in pieces:

@@ -91,9 +91,14 @@ def search(
         ranges = parse_reference(query)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
-    if ranges:
-        return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
-    return _ranked_search(conn, table, query, k, filters, version, config or SearchConfig(), embedder or Embedder())
+    embedder = embedder or Embedder()
+    with conn.transaction():
+        # Every read of chunks runs as the application role under row-level security, with the
+        # caller's principals; the WHERE clause on acl only helps the planner use its index.
+        store.act_as_reader(conn, principals)
+        if ranges:
+            return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
+        return _ranked_search(conn, table, query, k, filters, version, config or SearchConfig(), embedder)
 
 
 @dataclass(frozen=True)

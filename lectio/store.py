@@ -22,7 +22,7 @@ from psycopg import sql
 from lectio.model import DIMENSIONS
 
 # Bump when the layout of index tables changes, so an old table is never reused as a new one.
-INDEX_LAYOUT = 2
+INDEX_LAYOUT = 3
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
@@ -85,12 +85,29 @@ _CHUNK_COLUMNS = [
 ]
 
 
+# The role searches run as. It owns nothing and cannot bypass row-level security, so a chunk's
+# ACL is enforced by PostgreSQL whatever SQL reaches it.
+READER_ROLE = "lectio_reader"
+
+
 def ensure_schema(conn: psycopg.Connection) -> None:
     with conn.transaction():
         # Several processes may start at once; CREATE EXTENSION IF NOT EXISTS is not race-free.
         conn.execute("SELECT pg_advisory_xact_lock(4242)")
         conn.execute(_SCHEMA)
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone():
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
+                    sql.Identifier(READER_ROLE))
+            )
+        conn.execute(sql.SQL("GRANT SELECT ON index_versions, live_index TO {}").format(sql.Identifier(READER_ROLE)))
     register_vector(conn)
+
+
+def act_as_reader(conn: psycopg.Connection, principals) -> None:
+    """For the rest of the current transaction: the reader role, seeing what `principals` may."""
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(READER_ROLE)))
+    conn.execute("SELECT set_config('lectio.principals', %s, true)", (",".join(principals),))
 
 
 # ---------------------------------------------------------------- embedding cache
@@ -277,8 +294,23 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
             lexicon=lexicon, q=sql.Literal(f'SELECT tsv FROM "{table}"'))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
+    _protect(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
+
+
+def _protect(conn: psycopg.Connection, table: str) -> None:
+    """Row-level security on a version's chunks: the reader sees a row only when one of the
+    principals set for its transaction is in the row's ACL (no principals: no rows)."""
+    ident, reader = sql.Identifier(table), sql.Identifier(READER_ROLE)
+    conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(ident))
+    conn.execute(
+        sql.SQL(
+            "CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
+            "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))"
+        ).format(ident, reader)
+    )
+    conn.execute(sql.SQL("GRANT SELECT ON {}, {} TO {}").format(ident, sql.Identifier(lexicon_table(table)), reader))
 
 
 def lexicon_table(chunk_table: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,12 @@ def fixture_sources(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def lectio_env(tmp_path_factory, fixture_sources):
-    """A throwaway LECTIO_HOME; the downloaded corpus is shared across sessions."""
-    home = tmp_path_factory.mktemp("lectio-home")
+    """A throwaway LECTIO_HOME; the downloaded corpus is shared across sessions.
+
+    Not under pytest's tmp folder: pytest keeps that private (0700) and resets it when another
+    session starts, while the embedded server runs as its own system user and must reach it."""
+    home = Path(tempfile.mkdtemp(prefix="lectio-test-home-"))
+    home.chmod(0o755)
     saved = {k: os.environ.get(k) for k in ("LECTIO_HOME", "LECTIO_CORPUS_DIR", "LECTIO_SOURCES", "DATABASE_URL")}
     os.environ["LECTIO_HOME"] = str(home)
     os.environ.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
@@ -35,6 +40,7 @@ def lectio_env(tmp_path_factory, fixture_sources):
     from lectio.settings import load_settings
 
     stop_embedded(load_settings())
+    shutil.rmtree(home, ignore_errors=True)
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
