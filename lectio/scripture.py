@@ -16,7 +16,7 @@ from lectio.corpus import CorpusError, ensure_sword_module
 from lectio.model import MAX_TEXT_TOKENS, count_tokens, tokenizer
 from lectio.pericopes import ATTRIBUTION, assign_pericopes, load_pericopes
 from lectio.raw import RawText, hash_parts
-from lectio.readers.sword_bible import MAX_VERSE_CHARS, RawVerse, parse_verse, read_sword_bible
+from lectio.readers.sword_bible import MAX_VERSE_CHARS, parse_verse, read_sword_bible
 from lectio.refs import UnknownReference, parse_reference
 from lectio.sources import Source, SourceError
 from lectio.textsplit import sentences
@@ -56,7 +56,7 @@ def read(source: Source, corpus_dir: Path) -> RawText:
             raise SourceError(source.id, str(exc)) from None
     if not module:
         raise SourceError(source.id, "format 'sword-bible' needs a 'module' name")
-    select = _chapter_filter(source)
+    select = chapter_filter(source)
     try:
         verses = list(read_sword_bible(library, module, select))
     except (ValueError, OSError) as exc:
@@ -71,7 +71,7 @@ def read(source: Source, corpus_dir: Path) -> RawText:
     )
 
 
-def _chapter_filter(source: Source):
+def chapter_filter(source: Source):
     """`select: "Philippians; Romans 5-8"` reads only those books or chapters (tests, demos)."""
     if not source.select:
         return None

@@ -30,6 +30,7 @@ _ABBREVIATION_END = re.compile(r"(?:\b(?:cf|v|vv|ch|chs|ff|e\.g|i\.e|viz|St|Dr|M
 
 # An item number standing alone, as in "these rules: 1. That the law is perfect … 2. That …".
 _BARE_ENUMERATOR = re.compile(r"\(?\d{1,3}[.)]")
+_TRAILING_OPEN_QUOTE = re.compile(r"\s+([\"“‘])$")
 _TRAILING_ENUMERATOR = re.compile(r"(?<=[:,;])\s+(\(?\d{1,3}[.)])$")
 
 
@@ -69,10 +70,13 @@ def sentences(text: str) -> list[str]:
             found.append(sentence)
     if enumerator:
         found.append(enumerator)
-    # "… these rules are to be observed: 1." keeps its item number; hand it to the item.
+    # "… these rules are to be observed: 1." keeps its item number, and 'peace." "Thou' its
+    # opening quote: each goes to the sentence it opens.
     for i in range(len(found) - 1):
         if tail := _TRAILING_ENUMERATOR.search(found[i]):
             found[i], found[i + 1] = found[i][: tail.start()], f"{tail[1]} {found[i + 1]}"
+        elif quote := _TRAILING_OPEN_QUOTE.search(found[i]):
+            found[i], found[i + 1] = found[i][: quote.start()], f"{quote[1]}{found[i + 1]}"
     return found
 
 

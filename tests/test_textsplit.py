@@ -26,3 +26,8 @@ def test_a_paragraph_too_long_splits_between_sentences():
 
 def test_trailing_overlap_repeats_the_last_sentence():
     assert with_trailing_overlap(["One. Two.", "Three. Four."]) == ["One. Two.", "Two. Three. Four."]
+
+
+def test_an_opening_quote_stays_with_its_sentence():
+    text = 'He said, "Go in peace." "Thou art the man," said Nathan.'
+    assert sentences(text) == ['He said, "Go in peace."', '"Thou art the man," said Nathan.']

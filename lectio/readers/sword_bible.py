@@ -78,15 +78,15 @@ class _BlockCache:
         return heading, [self._text_for_index(testament, i) for i in indices]
 
 
-class _CachedZText(_BlockCache, ZTextModule):
+class CachedZText(_BlockCache, ZTextModule):
     pass
 
 
-class _CachedZText4(_BlockCache, ZTextModule4):
+class CachedZText4(_BlockCache, ZTextModule4):
     pass
 
 
-_DRIVERS = {"ztext": _CachedZText, "ztext4": _CachedZText4}
+_DRIVERS = {"ztext": CachedZText, "ztext4": CachedZText4}
 
 
 def _open_module(library_root: Path, module: str) -> _BlockCache:
