@@ -3,7 +3,7 @@
 
 import hashlib
 
-from dagster import AssetExecutionContext, MetadataValue, PartitionsDefinition, asset
+from dagster import AssetExecutionContext, PartitionsDefinition, asset
 
 from lectio import ingest
 from lectio.chunk import chunks_frame
@@ -26,7 +26,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     def parsed_structure(context: AssetExecutionContext, lectio: LectioResource, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
         parsed = ingest.parse_source(lectio.sources_path, context.partition_key, raw_texts)
-        context.add_output_metadata(_structure_metadata(parsed, raw_texts.units))
+        context.add_output_metadata(ingest.structure_facts(parsed, raw_texts.units))
         return parsed
 
     @asset(partitions_def=partitions_def, group_name="ingest", code_version=RULES_CODE_VERSION)
@@ -60,21 +60,3 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         return chunks[["chunk_id", "content_hash"]].assign(model_id=lectio.embedder().model_id)
 
     return [raw_texts, parsed_structure, chunks, embeddings]
-
-
-def _structure_metadata(parsed, units_read: int) -> dict:
-    import pandas as pd
-
-    if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
-        empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
-        return {
-            "verse_slots": len(parsed),
-            "verses": len(parsed) - len(empty),
-            "empty_verses": len(empty),
-            "empty_verse_refs": MetadataValue.text(", ".join(empty) or "none"),
-            "paragraph_starts": int(parsed["paragraph_start"].sum()),
-            "books": int(parsed["book"].nunique()),
-            "chapters": int(parsed[["book", "chapter"]].drop_duplicates().shape[0]),
-            "units_read": units_read,
-        }
-    return {"blocks": len(parsed), "units_read": units_read}

@@ -78,3 +78,26 @@ def chunk_source(sources_file: Path, source_id: str, parsed: Any) -> list[Chunk]
     if len(set(ids)) != len(ids):
         raise SourceError(source_id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
     return chunks
+
+
+def structure_facts(parsed: Any, units_read: int) -> dict[str, Any]:
+    """What the parsed-structure stage shows about a source: verse counts for a Bible (empty
+    slots listed, not dropped), the number of structural units for anything else."""
+    import pandas as pd
+
+    if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
+        empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
+        return {
+            "verse_slots": len(parsed),
+            "verses": len(parsed) - len(empty),
+            "empty_verses": len(empty),
+            "empty_verse_refs": ", ".join(empty) or "none",
+            "paragraph_starts": int(parsed["paragraph_start"].sum()),
+            "books": int(parsed["book"].nunique()),
+            "chapters": int(parsed[["book", "chapter"]].drop_duplicates().shape[0]),
+            "units_read": units_read,
+        }
+    facts: dict[str, Any] = {"units_read": units_read}
+    if hasattr(parsed, "__len__"):
+        facts["structural_units"] = len(parsed)
+    return facts

@@ -47,9 +47,10 @@ CREATE TABLE IF NOT EXISTS index_versions (
     status text NOT NULL,
     metrics jsonb NOT NULL DEFAULT '{{}}',
     build_seconds double precision,
-    avg_doc_lexemes double precision,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- Columns added after the first release: homes created before them get them here.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS avg_doc_lexemes double precision;
 CREATE TABLE IF NOT EXISTS live_index (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version text NOT NULL REFERENCES index_versions (version),
