@@ -46,7 +46,7 @@ from lectio.document_model import (
     is_exception,
 )
 from lectio.model import MAX_TEXT_TOKENS, count_tokens, model_id
-from lectio.raw import RawText, hash_parts
+from lectio.raw import RawText, hash_parts, read_text_file
 from lectio.readers.documents import lex
 from lectio.refs import Ref
 from lectio.sources import Source, SourceError
@@ -82,18 +82,7 @@ SEPARATOR = " › "
 
 
 def read(source: Source, corpus_dir=None) -> RawText:
-    path = source.path
-    if path is None:
-        raise SourceError(source.id, f"format {source.format!r} needs a 'path'")
-    if not path.is_file():
-        raise SourceError(source.id, f"file {path} does not exist")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(source.id, f"file {path} is not valid UTF-8 (byte {exc.start})") from None
-    if not text.strip():
-        raise SourceError(source.id, f"file {path} is empty")
+    text = read_text_file(source)
     return RawText(source.id, hash_parts([text]), text, units=len(text.splitlines()))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.raw import RawText, hash_parts
+from lectio.raw import RawText, hash_parts, read_text_file
 from lectio.verses import verse_ids
 from lectio.refs import Ref, RefRange, UnknownReference, find_references, parse_reference
 from lectio.sources import Source, SourceError
@@ -64,19 +64,11 @@ class Note:
 
 
 def read(source: Source, corpus_dir: Path | None = None) -> RawText:
-    path = source.path
-    if path is None:
-        raise SourceError(source.id, "format 'notes-jsonl' needs a 'path' to a JSONL file")
-    if not path.is_file():
-        raise SourceError(source.id, f"file {path} does not exist")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(source.id, f"file {path} is not valid UTF-8 (byte {exc.start})") from None
+    text = read_text_file(source)
     # Blank lines hold no note; every other line is one, and keeps its number for errors.
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
-        raise SourceError(source.id, f"file {path} holds no notes")
+        raise SourceError(source.id, f"file {source.path} holds no notes")
     return RawText(source.id, hash_parts(line for _, line in lines), lines, units=len(lines))
 
 

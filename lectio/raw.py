@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from lectio.sources import Source, SourceError
+
 
 @dataclass(frozen=True)
 class RawText:
@@ -23,3 +25,19 @@ def hash_parts(parts) -> str:
         digest.update(part.encode("utf-8"))
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def read_text_file(source: Source) -> str:
+    """The UTF-8 text of a file source, or a SourceError saying why it cannot be read."""
+    path = source.path
+    if path is None:
+        raise SourceError(source.id, f"format {source.format!r} needs a 'path'")
+    if not path.is_file():
+        raise SourceError(source.id, f"file {path} does not exist")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(source.id, f"file {path} is not valid UTF-8 (byte {exc.start})") from None
+    if not text.strip():
+        raise SourceError(source.id, f"file {path} is empty")
+    return text

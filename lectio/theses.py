@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lectio.chunk import Chunk, ruleset_version
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.raw import RawText, hash_parts
+from lectio.raw import RawText, hash_parts, read_text_file
 from lectio.reformation import refs_of
 from lectio.sources import Source, SourceError
 from lectio.textsplit import even_pack, paragraphs, split_sentences_to_fit
@@ -57,17 +57,7 @@ class Disputation:
 
 
 def read(source: Source, corpus_dir: Path | None = None) -> RawText:
-    path = source.path
-    if path is None:
-        raise SourceError(source.id, "theses need a 'path' to a text file")
-    if not path.is_file():
-        raise SourceError(source.id, f"file {path} does not exist")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(source.id, f"file {path} is not valid UTF-8 (byte {exc.start})") from None
-    if not text.strip():
-        raise SourceError(source.id, f"file {path} is empty")
+    text = read_text_file(source)
     return RawText(source.id, hash_parts([text]), text, units=len(paragraphs(text)))
 
 
