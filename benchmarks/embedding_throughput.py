@@ -28,7 +28,7 @@ from lectio.settings import load_settings
 from lectio.sources import Source
 
 
-def corpus(select: str, settings) -> "pd.DataFrame":
+def corpus(select: str, settings):
     source = Source(id="web", kind="scripture", format="sword-bible", acl=("public",), module="engWEB2015eb",
                     select=select, metadata={"translation": "WEB"})
     return chunks_frame(scripture.chunk(source, scripture.parse(source, scripture.read(source, settings.corpus_dir))))

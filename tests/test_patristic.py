@@ -10,7 +10,7 @@ import pytest
 
 from lectio import patristic
 from lectio.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.refs import Ref, find_references
+from lectio.refs import Ref
 from lectio.sources import Source, SourceError, load_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "patristic"

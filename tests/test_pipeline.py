@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from lectio import store

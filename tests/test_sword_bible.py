@@ -1,7 +1,6 @@
 """parse_verse on markup copied from the WEB (engWEB2015eb) and KJV (engKJV2006eb) SWORD
 modules, and assign_pericopes on a tiny table. No module files are needed."""
 
-import pytest
 
 from lectio.pericopes import Pericope, assign_pericopes, verse_id
 from lectio.readers.sword_bible import MAX_VERSE_CHARS, parse_verse
