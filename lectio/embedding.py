@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -32,8 +33,6 @@ class EmbeddingStats:
 
 
 def embed_chunks(conn: psycopg.Connection, chunks: pd.DataFrame, embedder: Embedder) -> EmbeddingStats:
-    import time
-
     texts = dict(zip(chunks["content_hash"], chunks["text"]))
     have = store.cached_hashes(conn, texts, embedder.model_id)
     missing = [h for h in texts if h not in have]

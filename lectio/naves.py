@@ -295,12 +295,8 @@ class NavesReport:
 
 def build_naves_queries(
     corpus_dir: Path, band: tuple[int, int] = (5, 40), limit: int = 200
-) -> list[dict]:
-    """The query records (``{"id", "query", "relevant"}``), in topic-key order."""
-    return _build(Path(corpus_dir), band, limit)[0]
-
-
-def _build(corpus_dir: Path, band: tuple[int, int], limit: int) -> tuple[list[dict], NavesReport]:
+) -> tuple[list[dict], NavesReport]:
+    """The query records (``{"id", "query", "relevant"}``, in topic-key order) and what was skipped."""
     topics = nave_topics(ensure_naves(corpus_dir))
     facts = bible_facts(corpus_dir)
     kjv = KjvVerses()
@@ -358,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus-dir", type=Path, help="default: the settings' corpus folder")
     args = parser.parse_args(argv)
     corpus_dir = args.corpus_dir or load_settings().corpus_dir
-    records, report = _build(corpus_dir, (args.min, args.max), args.limit)
+    records, report = build_naves_queries(corpus_dir, (args.min, args.max), args.limit)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as out:
         for record in records:

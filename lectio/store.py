@@ -139,14 +139,6 @@ def store_embeddings(conn: psycopg.Connection, hashes: list[str], vectors: np.nd
         )
 
 
-def cached_embeddings(conn: psycopg.Connection, hashes: list[str], model_id: str) -> dict[str, np.ndarray]:
-    rows = conn.execute(
-        "SELECT content_hash, embedding FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)",
-        (model_id, list(set(hashes))),
-    ).fetchall()
-    return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
-
-
 # ---------------------------------------------------------------- index versions
 
 
