@@ -7,8 +7,11 @@ from pathlib import Path
 from dagster import Definitions, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
 
 from assets import build_index_assets, build_source_assets
+from assets.checks import build_asset_checks
 from lectio.settings import load_settings
 from lectio.sources import source_ids
+from pipelines.automation import build_schedules, build_sensors
+from pipelines.migration import build_migration_assets, build_migration_jobs
 from resources import LectioResource
 
 INGEST_JOB = "ingest_source"
@@ -21,14 +24,20 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     partitions = StaticPartitionsDefinition(source_ids(sources_file))
     source_assets = build_source_assets(partitions)
     index_assets = build_index_assets(partitions)
+    migration_assets = build_migration_assets(partitions)
+    jobs = {
+        INGEST_JOB: define_asset_job(INGEST_JOB, selection=source_assets,
+                                     description="Read, parse, chunk and embed one source (a partition)."),
+        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets,
+                                    description="Size distribution and a new index version from every source."),
+    }
+    jobs.update({job.name: job for job in build_migration_jobs(migration_assets)})
     return Definitions(
-        assets=[*source_assets, *index_assets],
-        jobs=[
-            define_asset_job(INGEST_JOB, selection=source_assets,
-                             description="Read, parse, chunk and embed one source (a partition)."),
-            define_asset_job(INDEX_JOB, selection=index_assets,
-                             description="Size distribution and a new index version from every source."),
-        ],
+        assets=[*source_assets, *index_assets, *migration_assets],
+        asset_checks=build_asset_checks(partitions),
+        jobs=list(jobs.values()),
+        schedules=build_schedules(jobs),
+        sensors=build_sensors(jobs),
         resources={
             "lectio": LectioResource(sources_file=str(sources_file)),
             "io_manager": FilesystemIOManager(base_dir=str(settings.storage_dir)),
