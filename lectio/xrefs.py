@@ -1,0 +1,104 @@
+"""The cross-reference graph of an index version: passages the corpus itself links.
+
+Seed 002: Psalm 23 and John 10 are linked by allusion, not by shared words, so a graph finds what
+similarity cannot. lectio's graph comes from what its own sources say, never from Nave's:
+- a commentary note on one passage that cites another (Scofield's osisRef links, and references
+  written in MHCC's and Spurgeon's prose) links the two;
+- a patristic or modern text on a passage that cites another does the same.
+An edge keeps the ACL of the chunk that made it, so a private note's links stay private.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pandas as pd
+import psycopg
+from psycopg import sql
+
+from lectio.refs import find_references
+from lectio.verses import verse_ids
+
+# A note on a whole chapter, or a citation of one, says little about any single verse in it.
+MAX_LINKED_VERSES = 12
+
+
+def table_name(chunk_table: str) -> str:
+    return chunk_table.replace("chunks_", "xrefs_", 1)
+
+
+def edges(chunks: pd.DataFrame) -> Counter:
+    """(from_ref, to_ref, acl) → how many chunks make the link."""
+    found: Counter = Counter()
+    linking = chunks[(chunks["kind"] != "scripture") & chunks["refs"].map(lambda r: 0 < len(r) <= MAX_LINKED_VERSES)]
+    for refs, text, metadata, acl in zip(linking["refs"], linking["text"], linking["metadata"], linking["acl"]):
+        metadata = _as_dict(metadata)
+        if metadata.get("scope") == "book":
+            continue  # a book's introduction surveys the whole book; its citations are no links of one verse
+        targets = set(metadata.get("cross_refs") or ())
+        for cited in find_references(text):
+            targets.update(verse_ids([cited], MAX_LINKED_VERSES) if _span(cited) <= MAX_LINKED_VERSES else ())
+        targets -= set(refs)
+        acl = tuple(sorted(acl))
+        for source in refs:
+            for target in targets:
+                found[(source, target, acl)] += 1
+    return found
+
+
+def _as_dict(metadata) -> dict:
+    # Chunk frames hold dicts; rows read back from a version table before layout 4 hold JSON text.
+    return json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+
+
+def _span(ref_range) -> int:
+    start, end = ref_range.start, ref_range.end
+    if start.book != end.book or start.chapter != end.chapter:
+        return MAX_LINKED_VERSES + 1
+    return end.verse - start.verse + 1
+
+
+def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, reader_role: str) -> int:
+    """Create the version's edge table beside its chunk table, under the same row-level rule."""
+    table = sql.Identifier(table_name(chunk_table))
+    conn.execute(sql.SQL("CREATE TABLE {} (from_ref text NOT NULL, to_ref text NOT NULL, weight int NOT NULL, "
+                         "acl text[] NOT NULL)").format(table))
+    found = edges(chunks)
+    with conn.cursor().copy(sql.SQL("COPY {} (from_ref, to_ref, weight, acl) FROM STDIN").format(table)) as copy:
+        for (source, target, acl), weight in found.items():
+            copy.write_row((source, target, weight, list(acl)))
+    conn.execute(sql.SQL("CREATE INDEX ON {} (from_ref)").format(table))
+    conn.execute(sql.SQL("CREATE INDEX ON {} (to_ref)").format(table))
+    conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(table))
+    conn.execute(
+        sql.SQL("CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
+                "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))").format(
+            table, sql.Identifier(reader_role))
+    )
+    conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(table, sql.Identifier(reader_role)))
+    return len(found)
+
+
+def linked(conn: psycopg.Connection, chunk_table: str, refs: list[str], depth: int = 2) -> dict[str, tuple[int, int]]:
+    """Verses linked to `refs` within `depth` steps, either direction: ref → (depth, weight).
+    Runs under the caller's row-level rules, like every read of a version."""
+    table = sql.Identifier(table_name(chunk_table))
+    found: dict[str, tuple[int, int]] = {}
+    frontier, seen = list(dict.fromkeys(refs)), set(refs)
+    for step in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = conn.execute(
+            sql.SQL("SELECT ref, sum(weight)::int FROM ("
+                    " SELECT to_ref AS ref, weight FROM {t} WHERE from_ref = ANY(%(refs)s)"
+                    " UNION ALL SELECT from_ref, weight FROM {t} WHERE to_ref = ANY(%(refs)s)) e "
+                    "GROUP BY ref").format(t=table),
+            {"refs": frontier},
+        ).fetchall()
+        frontier = [ref for ref, _ in rows if ref not in seen]
+        for ref, weight in rows:
+            if ref not in seen:
+                found[ref] = (step, weight)
+        seen.update(frontier)
+    return found
