@@ -7,11 +7,43 @@ LECTIO_HOME, so two homes never see each other's state and a test can use a thro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCES = PROJECT_ROOT / "data" / "sources.yaml"
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """Alert channels (lectio.alerts); a channel is on when its address is set."""
+
+    webhook_url: str | None = None
+    smtp_host: str | None = None
+    smtp_port: int = 25
+    smtp_user: str | None = None
+    smtp_password: str | None = None
+    smtp_starttls: bool = False
+    email_from: str = "lectio@localhost"
+    email_to: tuple[str, ...] = ()
+    log_file: Path | None = None  # None: off
+
+
+def _alert_settings(home: Path) -> AlertSettings:
+    env = os.environ.get
+    log_file = env("LECTIO_ALERT_LOG", str(home / "alerts.jsonl"))
+    return AlertSettings(
+        webhook_url=env("LECTIO_ALERT_WEBHOOK_URL") or None,
+        smtp_host=env("LECTIO_ALERT_SMTP_HOST") or None,
+        smtp_port=int(env("LECTIO_ALERT_SMTP_PORT") or 25),
+        smtp_user=env("LECTIO_ALERT_SMTP_USER") or None,
+        smtp_password=env("LECTIO_ALERT_SMTP_PASSWORD") or None,
+        smtp_starttls=(env("LECTIO_ALERT_SMTP_STARTTLS") or "").lower() in ("1", "true", "yes"),
+        email_from=env("LECTIO_ALERT_EMAIL_FROM") or "lectio@localhost",
+        email_to=tuple(a.strip() for a in (env("LECTIO_ALERT_EMAIL_TO") or "").split(",") if a.strip()),
+        # An empty LECTIO_ALERT_LOG turns the log file off.
+        log_file=Path(log_file).expanduser().resolve() if log_file else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -21,6 +53,9 @@ class Settings:
     dagster_database_url: str | None
     corpus_dir: Path
     sources_file: Path
+    # Where the Dagster UI is reached, for links in alerts.
+    ui_url: str = "http://localhost:3000"
+    alerts: AlertSettings = field(default_factory=AlertSettings)
 
     @property
     def pgdata(self) -> Path:
@@ -46,4 +81,6 @@ def load_settings() -> Settings:
         dagster_database_url=os.environ.get("DAGSTER_DATABASE_URL") or None,
         corpus_dir=Path(corpus).expanduser().resolve() if corpus else home / "corpus",
         sources_file=Path(os.environ.get("LECTIO_SOURCES", DEFAULT_SOURCES)).expanduser().resolve(),
+        ui_url=(os.environ.get("LECTIO_UI_URL") or "http://localhost:3000").rstrip("/"),
+        alerts=_alert_settings(home),
     )

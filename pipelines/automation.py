@@ -1,9 +1,317 @@
-"""Schedules and sensors: nightly re-embed, source changes, alerts (issue 5). Empty until built."""
+"""Schedules and sensors: the nightly re-embed, source changes, the index after a batch, alerts.
+
+How they fit together (docs/operations.md tells the operator's side):
+
+- `nightly_reembed` (02:00 UTC) requests one `ingest_source` run per source, all tagged with one
+  batch id. Re-embedding only what is missing or stale is not this schedule's doing: the
+  embeddings asset goes through the cache keyed by (content hash, model id), so an unchanged
+  source embeds nothing and a changed text or model re-embeds just those chunks.
+- `source_changes` fingerprints every source (lectio.changes) and requests `ingest_source` runs
+  for exactly the sources whose fingerprint moved, again tagged as one batch.
+- `index_after_batch` waits until every run of a batch has finished, then requests one
+  `build_index` run, told which sources of the batch failed (so it never switches a partial
+  index live). A sensor rather than a second schedule at, say, 04:00: the index follows the
+  partitions however long they take, and the same sensor serves the change batches.
+- `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
+  into alerts (lectio.alerts), each sent once.
+
+All start STOPPED: turning them on is the operator's decision (UI → Automation, or
+`dagster schedule start` / `dagster sensor start`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from dagster import (
+    DagsterEventType,
+    DagsterRunStatus,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    EventRecordsFilter,
+    RunFailureSensorContext,
+    RunRequest,
+    RunsFilter,
+    ScheduleEvaluationContext,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    run_failure_sensor,
+    schedule,
+    sensor,
+)
+
+from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
+from lectio.changes import source_fingerprints
+from lectio.database import ensure_database
+from lectio.settings import load_settings
+from resources import LectioResource
+
+NIGHTLY_CRON = "0 2 * * *"
+BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
+BATCH_SIZE_TAG = "lectio/batch_size"
+STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those to one at a time)
+FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+# Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
+CHECK_EVENTS_PER_TICK = 500
+
+log = logging.getLogger(__name__)
+
+
+def _job_names():
+    # Imported here: pipelines.definitions imports this module before it defines the names.
+    from pipelines.definitions import INDEX_JOB, INGEST_JOB
+
+    return INGEST_JOB, INDEX_JOB
+
+
+def _source_partitions(context) -> list[str]:
+    """The partitions of the loaded code location (the sources file as it was at load time)."""
+    ingest, _ = _job_names()
+    return list(context.repository_def.get_job(ingest).partitions_def.get_partition_keys())
+
+
+def _batch_tags(batch: str, size: int) -> dict[str, str]:
+    return {BATCH_TAG: batch, BATCH_SIZE_TAG: str(size)}
+
+
+# ---------------------------------------------------------------- schedules
 
 
 def build_schedules(jobs: dict) -> list:
-    return []
+    ingest, _ = _job_names()
+
+    @schedule(
+        name="nightly_reembed",
+        cron_schedule=NIGHTLY_CRON,
+        execution_timezone="UTC",
+        job=jobs[ingest],
+        default_status=DefaultScheduleStatus.STOPPED,
+        description="Every source through ingest (only missing or stale embeddings are computed); "
+        "index_after_batch then builds the index.",
+    )
+    def nightly_reembed(context: ScheduleEvaluationContext):
+        keys = _source_partitions(context)
+        batch = f"nightly-{context.scheduled_execution_time:%Y-%m-%d}"
+        return [
+            RunRequest(run_key=f"{batch}:{key}", partition_key=key, tags=_batch_tags(batch, len(keys)))
+            for key in keys
+        ]
+
+    return [nightly_reembed]
+
+
+# ---------------------------------------------------------------- sensors
 
 
 def build_sensors(jobs: dict) -> list:
-    return []
+    ingest, index = _job_names()
+    return [
+        _source_change_sensor(jobs[ingest]),
+        _index_after_batch_sensor(jobs[index]),
+        _failed_checks_sensor(),
+        _failed_runs_sensor(),
+    ]
+
+
+def _source_change_sensor(ingest_job):
+    @sensor(
+        name="source_changes",
+        job=ingest_job,
+        minimum_interval_seconds=300,
+        default_status=DefaultSensorStatus.STOPPED,
+        description="Requests ingest runs for exactly the sources whose content or entry changed.",
+    )
+    def source_changes(context: SensorEvaluationContext, lectio: LectioResource):
+        # Cursor: {"generation": n, "fingerprints": {source: hash}}. The first sight of a source
+        # is its baseline (a never-ingested source is the nightly run's business, not a change).
+        state = json.loads(context.cursor) if context.cursor else {"generation": 0, "fingerprints": {}}
+        seen: dict[str, str] = state["fingerprints"]
+        keys = _source_partitions(context)
+        now = source_fingerprints(lectio.sources_path, lectio.settings().corpus_dir, keys)
+        changed = [k for k in keys if now[k] is not None and k in seen and seen[k] != now[k]]
+        fingerprints = {**seen, **{k: v for k, v in now.items() if v is not None}}
+        fingerprints = {k: v for k, v in fingerprints.items() if k in keys}
+        if not changed:
+            context.update_cursor(json.dumps({**state, "fingerprints": fingerprints}, sort_keys=True))
+            return SkipReason(f"no source changed ({len(keys)} watched)")
+        # The run key holds the generation and the new hash: a tick evaluated twice from the same
+        # cursor asks for the same keys (Dagster drops the repeats), while a source that changes
+        # back to an earlier content is still re-ingested (a later generation).
+        generation = state["generation"] + 1
+        batch = "changed-" + hashlib.sha256(
+            json.dumps([generation, [(k, now[k]) for k in changed]]).encode()
+        ).hexdigest()[:12]
+        requests = [
+            RunRequest(
+                run_key=f"{k}:{generation}:{now[k][:16]}",
+                partition_key=k,
+                tags={**_batch_tags(batch, len(changed)), "lectio/source_fingerprint": now[k][:16]},
+            )
+            for k in changed
+        ]
+        context.log.info(f"sources changed: {', '.join(changed)}")
+        return SensorResult(
+            run_requests=requests,
+            cursor=json.dumps({"generation": generation, "fingerprints": fingerprints}, sort_keys=True),
+        )
+
+    return source_changes
+
+
+def _index_after_batch_sensor(index_job):
+    @sensor(
+        name="index_after_batch",
+        job=index_job,
+        minimum_interval_seconds=60,
+        default_status=DefaultSensorStatus.STOPPED,
+        description="Builds the index once every run of a nightly or source-change batch has finished.",
+    )
+    def index_after_batch(context: SensorEvaluationContext):
+        # Cursor: the batches already indexed, pruned to those whose runs still exist.
+        done: list[str] = json.loads(context.cursor) if context.cursor else []
+        instance = context.instance
+        known = {v for _, values in instance.get_run_tags(tag_keys=[BATCH_TAG]) for v in values}
+        done = [b for b in done if b in known]
+        batches = sorted(known - set(done))
+        finished, latest_run = [], {}
+        for batch in batches:
+            records = instance.get_run_records(filters=RunsFilter(tags={BATCH_TAG: batch}))
+            runs = [r.dagster_run for r in records]
+            expected = max((int(r.tags.get(BATCH_SIZE_TAG, "0")) for r in runs), default=0)
+            if len(runs) < expected or any(r.status not in FINISHED for r in runs):
+                continue  # still running (or not all requested yet)
+            finished.append(batch)
+            for record in records:
+                key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
+                if key and (key not in latest_run or latest_run[key][0] < stamp):
+                    latest_run[key] = (stamp, record.dagster_run.status)
+        if not finished:
+            return SkipReason("no finished batch waiting for an index")
+        # One index run covers every batch that finished since the last tick: the index reads
+        # the latest materialisation of every source anyway. A source counts as failed when its
+        # latest run in those batches failed.
+        failed = sorted(k for k, (_, status) in latest_run.items() if status != DagsterRunStatus.SUCCESS)
+        key = "index:" + hashlib.sha256("+".join(finished).encode()).hexdigest()[:16]
+        request = RunRequest(
+            run_key=key,
+            run_config={"ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": True}}}},
+            tags={STAGE_TAG: "index", "lectio/after_batches": ",".join(finished)[:200]},
+        )
+        return SensorResult(run_requests=[request], cursor=json.dumps(done + finished))
+
+    return index_after_batch
+
+
+def _deliver(alerts: list[Alert], log_fn) -> None:
+    if not alerts:
+        return
+    settings = load_settings()
+    with ensure_database(settings).connect() as conn:
+        deliveries = send_alerts(conn, alerts, channels_from_settings(settings))
+    for d in deliveries:
+        if d.status == "failed":
+            log_fn(f"alert {d.fingerprint} not sent on {d.channel}: {d.error}")
+        elif d.status == "sent":
+            log_fn(f"alert {d.fingerprint} sent on {d.channel}")
+
+
+def check_alert(record, ui_url: str, instance) -> Alert | None:
+    """The alert for one ASSET_CHECK_EVALUATION event record, or None when the check passed."""
+    evaluation = record.event_log_entry.dagster_event.event_specific_data
+    if evaluation.passed:
+        return None
+    run_id = record.event_log_entry.run_id
+    # A check emitted by a partitioned asset carries no partition of its own (only partitioned
+    # check specs do); the source is then the partition of the run that evaluated it.
+    partition = evaluation.partition
+    if partition is None:
+        run = instance.get_run_by_id(run_id)
+        partition = run.tags.get("dagster/partition") if run else None
+    details = {"severity": evaluation.severity.value}
+    for name, value in (evaluation.metadata or {}).items():
+        if isinstance(value.value, (int, float, str, bool)):
+            details[name] = value.value
+    return Alert(
+        kind="check_failed",
+        message=evaluation.description or f"{evaluation.check_name} did not pass ({evaluation.severity.value})",
+        run_id=run_id,
+        run_url=run_url(ui_url, run_id),
+        asset=evaluation.asset_key.to_user_string(),
+        check=evaluation.check_name,
+        partition=partition,
+        details=details,
+    )
+
+
+def _failed_checks_sensor():
+    @sensor(
+        name="alert_on_failed_checks",
+        minimum_interval_seconds=60,
+        default_status=DefaultSensorStatus.STOPPED,
+        description="Sends an alert for every failed asset check evaluation (once per check, source and run).",
+    )
+    def alert_on_failed_checks(context: SensorEvaluationContext):
+        storage = context.instance.event_log_storage
+        event_filter = EventRecordsFilter(event_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+        if context.cursor is None:
+            # First tick: start from now, rather than alert on every failure in history.
+            latest = storage.get_event_records(event_filter, limit=1, ascending=False)
+            context.update_cursor(str(latest[0].storage_id if latest else 0))
+            return SkipReason("watching asset check evaluations from now on")
+        records = storage.get_event_records(
+            EventRecordsFilter(event_type=DagsterEventType.ASSET_CHECK_EVALUATION, after_cursor=int(context.cursor)),
+            limit=CHECK_EVENTS_PER_TICK,
+            ascending=True,
+        )
+        if not records:
+            return SkipReason("no new asset check evaluations")
+        ui_url = load_settings().ui_url
+        alerts = [a for a in (check_alert(r, ui_url, context.instance) for r in records) if a is not None]
+        _deliver(alerts, context.log.info)
+        context.update_cursor(str(records[-1].storage_id))
+        return SkipReason(f"{len(records)} check evaluations read, {len(alerts)} failed")
+
+    return alert_on_failed_checks
+
+
+def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:
+    run = context.dagster_run
+    message, asset = None, None
+    for event in context.get_step_failure_events():
+        error = event.step_failure_data.error if event.step_failure_data else None
+        if error is None:
+            continue
+        # The root cause (e.g. the SourceError naming the source) rather than Dagster's wrapper.
+        while error.cause is not None:
+            error = error.cause
+        message, asset = error.message.strip(), event.step_key
+        break
+    return Alert(
+        kind="run_failed",
+        message=message or context.failure_event.message or "the run failed",
+        run_id=run.run_id,
+        run_url=run_url(ui_url, run.run_id),
+        asset=asset,
+        partition=run.tags.get("dagster/partition"),
+        job=run.job_name,
+        details={k: v for k, v in run.tags.items() if k.startswith(("lectio/", "dagster/partition", "dagster/schedule", "dagster/sensor"))},
+    )
+
+
+def _failed_runs_sensor():
+    # Every code location: `lectio run` executes its runs in process, without a code-location
+    # origin, and those failures must alert too.
+    @run_failure_sensor(
+        name="alert_on_failed_runs",
+        monitor_all_code_locations=True,
+        minimum_interval_seconds=60,
+        default_status=DefaultSensorStatus.STOPPED,
+        description="Sends an alert for every failed run, naming the source and the failing step.",
+    )
+    def alert_on_failed_runs(context: RunFailureSensorContext):
+        _deliver([run_alert(context, load_settings().ui_url)], context.log.info)
+
+    return alert_on_failed_runs

@@ -1,0 +1,176 @@
+"""Alerts end to end: a failed asset check, the alert sensor, and real webhook and SMTP servers
+started here on 127.0.0.1; the same failure seen twice is delivered once."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from email import message_from_bytes, policy
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from aiosmtpd.controller import Controller
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    MaterializeResult,
+    DagsterInstance,
+    StaticPartitionsDefinition,
+    asset,
+    build_sensor_context,
+    materialize,
+)
+
+from lectio.alerts import Alert, LogFileChannel, WebhookChannel, send_alerts
+from pipelines.definitions import build_definitions
+from pipelines.home import prepare_dagster_env
+
+UI = "http://dagster.example:3000"
+
+
+@pytest.fixture()
+def instance(settings, database):
+    prepare_dagster_env(settings, database)
+    return DagsterInstance.get()
+
+
+@pytest.fixture()
+def webhook():
+    """A local HTTP server that keeps every JSON body POSTed to it."""
+    received = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.received = received
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def smtp():
+    """A local SMTP server (aiosmtpd) that keeps every message it accepts."""
+
+    class Inbox:
+        def __init__(self):
+            self.messages = []
+
+        async def handle_DATA(self, server, session, envelope):
+            self.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content, policy=policy.default)))
+            return "250 OK"
+
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    inbox.port = controller.port
+    yield inbox
+    controller.stop()
+
+
+@pytest.fixture()
+def channels_env(monkeypatch, webhook, smtp, tmp_path):
+    monkeypatch.setenv("LECTIO_ALERT_WEBHOOK_URL", webhook.url)
+    monkeypatch.setenv("LECTIO_ALERT_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("LECTIO_ALERT_SMTP_PORT", str(smtp.port))
+    monkeypatch.setenv("LECTIO_ALERT_EMAIL_FROM", "lectio@test.example")
+    monkeypatch.setenv("LECTIO_ALERT_EMAIL_TO", "platform@test.example, oncall@test.example")
+    monkeypatch.setenv("LECTIO_ALERT_LOG", str(tmp_path / "alerts.jsonl"))
+    monkeypatch.setenv("LECTIO_UI_URL", UI)
+    return tmp_path / "alerts.jsonl"
+
+
+# A partitioned asset with a check that fails for one source: the sensor reads the evaluation
+# from the instance's event log exactly as it reads the quality checks of the real assets.
+sources = StaticPartitionsDefinition(["good-source", "bad-source"])
+
+
+@asset(partitions_def=sources, check_specs=[AssetCheckSpec("table_has_header", asset="price_table")])
+def price_table(context):
+    header = None if context.partition_key == "bad-source" else ["item", "price"]
+    return MaterializeResult(
+        check_results=[
+            AssetCheckResult(
+                passed=header is not None,
+                description="a table chunk has no header row",
+                metadata={"chunks_without_header": 0 if header else 1},
+            )
+        ]
+    )
+
+
+def _tick(sensor, instance, cursor):
+    return sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
+
+
+def test_failed_check_alert_reaches_webhook_and_smtp_once(instance, channels_env, webhook, smtp, settings):
+    sensor = build_definitions(settings.sources_file).resolve_sensor_def("alert_on_failed_checks")
+    start = _tick(sensor, instance, None).cursor  # the first tick starts watching from now
+    result = materialize([price_table], partition_key="bad-source", instance=instance)
+    run_id = result.run_id
+
+    first = _tick(sensor, instance, start)
+    # The same failure again: a tick evaluated twice from the same cursor (its cursor update
+    # lost to a daemon restart), then the next tick from the advanced cursor.
+    _tick(sensor, instance, start)
+    _tick(sensor, instance, first.cursor)
+
+    posts = [p for p in webhook.received if p["alert"]["run_id"] == run_id]
+    assert len(posts) == 1
+    post = posts[0]
+    assert "table_has_header" in post["text"] and "price_table" in post["text"] and "bad-source" in post["text"]
+    assert f"{UI}/runs/{run_id}" in post["text"]
+    assert post["blocks"][0]["type"] == "header"
+    assert post["alert"]["check"] == "table_has_header" and post["alert"]["partition"] == "bad-source"
+
+    mails = [(to, m) for to, m in smtp.messages if run_id in m.get_content()]
+    assert len(mails) == 1
+    to, mail = mails[0]
+    assert to == ["platform@test.example", "oncall@test.example"]
+    assert mail["Subject"] == "lectio: check table_has_header failed on price_table for source bad-source"
+    assert f"{UI}/runs/{run_id}" in mail.get_content()
+
+    lines = [json.loads(line) for line in channels_env.read_text().splitlines()]
+    logged = [line for line in lines if line["run_id"] == run_id]
+    assert len(logged) == 1 and logged[0]["kind"] == "check_failed" and logged[0]["sent_at"]
+
+
+def test_passing_checks_send_nothing(instance, channels_env, webhook, smtp, settings):
+    sensor = build_definitions(settings.sources_file).resolve_sensor_def("alert_on_failed_checks")
+    start = _tick(sensor, instance, None).cursor
+    materialize([price_table], partition_key="good-source", instance=instance)
+    assert _tick(sensor, instance, start).cursor != start  # it read the evaluation …
+    assert webhook.received == [] and smtp.messages == []  # … and sent nothing
+
+
+def test_a_failing_channel_does_not_stop_the_others_and_is_retried(conn, webhook, tmp_path):
+    alert = Alert(kind="check_failed", message="acl missing", run_id="run-retry", asset="chunks",
+                  check="permission_tags", partition="web")
+    broken = WebhookChannel(f"http://127.0.0.1:{_free_port()}/nobody-listens", timeout=2)
+    log_file = LogFileChannel(tmp_path / "alerts.jsonl")
+    first = send_alerts(conn, [alert], [broken, log_file])
+    assert [(d.channel, d.status) for d in first] == [("webhook", "failed"), ("log", "sent")]
+    # The webhook comes back: the same alert reaches it, and the log file is not written twice.
+    second = send_alerts(conn, [alert], [WebhookChannel(webhook.url), log_file])
+    assert [(d.channel, d.status) for d in second] == [("webhook", "sent"), ("log", "already_sent")]
+    assert len(webhook.received) == 1
+    assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
