@@ -1,7 +1,144 @@
-"""Data-quality asset checks (issue 5). Filled in by the quality work; empty until then."""
+"""Data-quality asset checks (issue 5): thin Dagster wrappers over lectio.quality.
 
-from dagster import PartitionsDefinition
+Partitioned checks. `chunks` and `embeddings` are partitioned by source, and a check that
+only saw "the asset" would either load every source or judge the wrong one. Dagster 1.13 lets
+an asset check carry the asset's PartitionsDefinition (a preview feature, hence the silenced
+warning below): the check then runs once per partition, in the same run as the partition's
+materialisation (the ingest job selects the assets, and a job runs the checks of the assets it
+selects), loads just that partition, and its result is recorded against that partition. The
+chunk checks share one `multi_asset_check` so a source's chunks and parsed structure are
+loaded once for all of them.
+
+Blocking. Permission tags, header presence and unique ids are blocking: when one fails with
+ERROR severity in an ingest run, Dagster does not run `embeddings` for that source, the run
+fails and `lectio run` reports the source as failed. The index does not rely on that alone (a
+stale embedding output of an earlier run could still be picked up, or chunks could change
+after their check): `search_index` runs the same blocking checks again in the domain
+(lectio.indexing.build_index), keeps a failing source out, and never replaces the live index
+in that run. The chunk-count drop is non-blocking with WARN severity: an alert, not a stop.
+"""
+
+import warnings
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetIn,
+    AssetKey,
+    AssetRecordsFilter,
+    MetadataValue,
+    PartitionsDefinition,
+    PreviewWarning,
+    asset_check,
+    multi_asset_check,
+)
+
+from lectio import quality
+from lectio.sources import SourceError, load_source
+from resources import LectioResource
+
+CHUNKS = AssetKey("chunks")
+BLOCKING_CHUNK_CHECKS = ("permission_tags", "header_presence", "unique_chunk_ids")
+OTHER_CHUNK_CHECKS = ("chunk_sizes", "chunk_count", "verse_coverage")
+DESCRIPTIONS = {
+    "permission_tags": "Every chunk carries a non-empty ACL equal to its source's; none is more visible.",
+    "header_presence": "Table chunks carry their header row, commentary chunks their context header, "
+    "document chunks their breadcrumb, patristic chunks their tags.",
+    "unique_chunk_ids": "No two chunks share an id.",
+    "chunk_sizes": "No chunk embedded whole exceeds the model's input limit (pericopes, chapters and "
+    "fixed windows are embedded by window averaging and only counted).",
+    "chunk_count": "The chunk count has not dropped more than 20 % since the source's previous run.",
+    "verse_coverage": "Every verse of a scripture source is present exactly once at verse granularity.",
+}
+
+
+def to_check_result(result: quality.CheckResult, asset_key: AssetKey | None = None, source: str | None = None) -> AssetCheckResult:
+    severity = AssetCheckSeverity.WARN if result.severity == "warn" else AssetCheckSeverity.ERROR
+    where = f"{source}: " if source else ""
+    metadata = {
+        "description": f"{where}{result.description}",
+        **{k: int(v) for k, v in result.counts.items()},
+        "failing_examples": ", ".join(result.examples) or "none",
+        **{k: v for k, v in result.details.items() if isinstance(v, (str, int, float, bool))},
+    }
+    if source:
+        metadata["source"] = source
+    if result.expectations:
+        metadata["great_expectations"] = MetadataValue.json(result.expectations)
+    return AssetCheckResult(
+        check_name=result.name,
+        asset_key=asset_key,
+        passed=result.passed,
+        severity=severity,
+        description=f"{where}{result.description}",
+        metadata=metadata,
+    )
+
+
+def _previous_count(context: AssetCheckExecutionContext, partition: str) -> tuple[int | None, bool]:
+    """The chunk count and whether the rules were the same in the partition's previous
+    materialisation. The newest record is the one being checked; the one before is the
+    previous run."""
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=CHUNKS, asset_partitions=[partition]), limit=2
+    ).records
+    if len(records) < 2:
+        return None, True
+    current, previous = (r.asset_materialization.metadata for r in records)
+    count = previous.get("chunks")
+    same_rules = getattr(current.get("rulesets"), "value", None) == getattr(previous.get("rulesets"), "value", None)
+    return (int(count.value) if count is not None else None), same_rules
 
 
 def build_asset_checks(partitions_def: PartitionsDefinition) -> list:
-    return []
+    # Per-partition checks are the point of this module; the preview notice would be printed on
+    # every load of the code location.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=PreviewWarning)
+        return _build(partitions_def)
+
+
+def _build(partitions_def: PartitionsDefinition) -> list:
+    chunk_specs = [
+        AssetCheckSpec(name, asset=CHUNKS, blocking=name in BLOCKING_CHUNK_CHECKS, description=DESCRIPTIONS[name],
+                       partitions_def=partitions_def, additional_deps=["parsed_structure"])
+        for name in (*BLOCKING_CHUNK_CHECKS, *OTHER_CHUNK_CHECKS)
+    ]
+
+    @multi_asset_check(specs=chunk_specs, ins={"chunks": AssetIn("chunks"), "parsed_structure": AssetIn("parsed_structure")})
+    def chunk_quality(context: AssetCheckExecutionContext, lectio: LectioResource, chunks, parsed_structure):
+        """Chunk checks of one source, against its entry in the sources file and its parsed structure."""
+        partition = context.partition_key
+        try:
+            source = load_source(lectio.sources_path, partition)
+        except SourceError as exc:
+            # The chunks exist but their source no longer does: nothing to compare the ACL with.
+            context.log.warning(str(exc))
+            source = None
+        previous, same_rules = _previous_count(context, partition)
+        results = [
+            *quality.blocking_checks(chunks, source, parsed_structure),
+            quality.chunk_sizes(chunks),
+            quality.chunk_count(len(chunks), previous, same_rules),
+            quality.verse_coverage(chunks, parsed_structure),
+        ]
+        for result in results:
+            yield to_check_result(result, CHUNKS, partition)
+
+    @asset_check(asset="embeddings", blocking=True, partitions_def=partitions_def,
+                 description="Every chunk's vector has the model's dimension, finite values and unit length.")
+    def embedding_vectors(context: AssetCheckExecutionContext, lectio: LectioResource, embeddings) -> AssetCheckResult:
+        model_id = lectio.embedder().model_id
+        with lectio.connect() as conn:
+            result = quality.stored_embeddings(conn, embeddings["content_hash"], model_id)
+        return to_check_result(result, source=context.partition_key)
+
+    @asset_check(asset="search_index", description="The version's table holds one row per chunk it was built from.")
+    def index_row_count(lectio: LectioResource, search_index) -> AssetCheckResult:
+        with lectio.connect() as conn:
+            result = quality.index_rows(conn, search_index["version"], search_index.get("chunks"))
+        return to_check_result(result)
+
+    return [chunk_quality, embedding_vectors, index_row_count]

@@ -65,7 +65,10 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
         with lectio.connect() as conn:
-            outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live)
+            outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live,
+                                  sources_file=lectio.sources_path, corpus_dir=lectio.settings().corpus_dir)
+        failed = sorted(set(failed) | set(outcome.rejected))
+        indexed = sorted(set(ready) - set(outcome.rejected))
         context.add_output_metadata(
             {
                 "version": outcome.version,
@@ -73,10 +76,13 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "live": outcome.live,
                 "reused_existing_version": outcome.reused_existing,
                 "decision": outcome.reason,
-                "sources": ", ".join(sorted(ready)),
+                "sources": ", ".join(indexed),
                 "failed_sources": ", ".join(failed) or "none",
+                "quality_failures": "; ".join(f"{s}: {d}" for s, d in sorted(outcome.rejected.items())) or "none",
             }
         )
-        return {"version": outcome.version, "live": outcome.live, "sources": sorted(ready)}
+        # `chunks` lets the row-count check compare the version with what was handed to it.
+        return {"version": outcome.version, "live": outcome.live, "sources": indexed,
+                "chunks": int(frame["source_id"].isin(indexed).sum())}
 
     return [chunk_size_distribution, search_index]
