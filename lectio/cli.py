@@ -61,6 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("action", choices=["list", "switch", "rollback"])
     index.add_argument("version", nargs="?")
 
+    migrate = command("migrate", _migrate, "build a candidate index beside the live one, gate it on "
+                      "labelled queries, switch it in only if it is no worse")
+    migrate.add_argument("--sources", help="sources file with the new rules (default data/sources.yaml)")
+    migrate.add_argument("--queries", nargs="+", metavar="Q.jsonl",
+                         help="labelled query sets to gate on (default data/queries/theology.jsonl)")
+    migrate.add_argument("--tolerance", type=float, help="largest recall@20 drop allowed (default 0.03)")
+    migrate.add_argument("--tolerance-for", action="append", default=[], metavar="METRIC=DROP",
+                         help="guard another metric, or 'METRIC=off' to stop guarding it (default guards: "
+                              "recall@20=0.03, budget_recall@1000=0.05)")
+    migrate.add_argument("--keep", type=int, default=3,
+                         help="other versions kept besides the live one and the rollback target (default 3)")
+    migrate.add_argument("--k", type=int, default=20)
+    migrate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+
     command("down", _down, "stop the embedded database of LECTIO_HOME")
 
     dagster = commands.add_parser(
@@ -186,10 +200,62 @@ def _index(args) -> int:
         ]
     }
     text = "\n".join(
-        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}" for v in versions
+        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}"
+        + _metrics_line(v.metrics) for v in versions
     )
     _print(args, payload, text or "no index versions yet")
     return 0
+
+
+def _metrics_line(metrics: dict) -> str:
+    """A version's stored scores and gate verdict, indented under its line."""
+    parts = []
+    for name, overall in (metrics or {}).get("evaluation", {}).get("query_sets", {}).items():
+        scores = ", ".join(f"{m} {overall[m]:.3f}" for m in ("recall@20", "mrr", "budget_recall@1000")
+                           if overall.get(m) is not None)
+        parts.append(f"{name} (n={overall.get('n')}): {scores}")
+    gate = (metrics or {}).get("gate")
+    if gate:
+        parts.append(f"gate vs {gate.get('against')}: {gate.get('decision')}")
+    return "".join(f"\n           {p}" for p in parts)
+
+
+def _migrate(args) -> int:
+    from lectio.migration import DEFAULT_TOLERANCES, GateResult, describe
+    from pipelines.migration import run_migration
+
+    tolerances = dict(DEFAULT_TOLERANCES)
+    if args.tolerance is not None:
+        tolerances["recall@20"] = args.tolerance
+    for item in args.tolerance_for:
+        metric, _, value = item.partition("=")
+        if not value:
+            print(f"--tolerance-for needs METRIC=DROP or METRIC=off, got {item!r}", file=sys.stderr)
+            return 2
+        if value.strip().lower() == "off":
+            tolerances.pop(metric.strip(), None)
+        else:
+            try:
+                tolerances[metric.strip()] = float(value)
+            except ValueError:
+                print(f"--tolerance-for {metric}: {value!r} is not a number or 'off'", file=sys.stderr)
+                return 2
+    if not args.json:
+        logging.basicConfig(format="      %(message)s")
+        logging.getLogger("lectio").setLevel(logging.INFO)
+    try:
+        report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
+                               k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
+    except ValueError as exc:  # a bad query set or tolerance, before anything is built
+        print(f"lectio migrate: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        print(describe(GateResult.from_json(report.gate)) if report.gate else f"REFUSED: {report.reason}")
+        e = report.embeddings
+        print(f"{e['embedded']:,} chunks embedded, {e['reused']:,} reused from the cache; {report.seconds:.1f}s")
+    return 0 if report.ok else 1
 
 
 def _down(args) -> int:

@@ -38,6 +38,34 @@ RULES = {
 }
 RULESETS = {name: ruleset_version(f"scripture-{name}", rules) for name, rules in RULES.items()}
 RULESET = RULESETS["structural"]
+# Rules a source may override with `rules:` in the sources file, with their allowed range. This is
+# how a migration tries a candidate (seed 001): the overridden rules are hashed into the ruleset
+# version like any other rule, so the candidate's chunks are a new index version.
+TUNABLE = {
+    "structural": {"paragraph_context_sentences": (0, 5), "paragraph_max_tokens": (32, MAX_TEXT_TOKENS)},
+    "fixed-512": {"window_tokens": (32, 2048), "overlap_tokens": (0, 1024)},
+}
+
+
+def effective_rules(source: Source) -> tuple[str, dict, str]:
+    """(ruleset name, its rules with the source's overrides, their version) for a source."""
+    name = source.chunking or "structural"
+    if name not in RULES:
+        raise SourceError(source.id, f"unknown scripture chunking {name!r}; expected one of {', '.join(RULES)}")
+    allowed = TUNABLE.get(name, {})
+    for rule, value in source.rules.items():
+        if rule not in allowed:
+            names = ", ".join(allowed) or "none"
+            raise SourceError(source.id, f"scripture chunking {name!r} has no tunable rule {rule!r} (tunable: {names})")
+        low, high = allowed[rule]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise SourceError(source.id, f"rule {rule!r} must be a whole number from {low} to {high}, got {value!r}")
+    rules = {**RULES[name], **source.rules}
+    if name == "fixed-512" and rules["overlap_tokens"] >= rules["window_tokens"]:
+        raise SourceError(source.id, "rule 'overlap_tokens' must be smaller than 'window_tokens'")
+    # Unchanged rules hash to the named ruleset's own version, so an override equal to the
+    # default is no change.
+    return name, rules, ruleset_version(f"scripture-{name}", rules)
 
 
 # ---------------------------------------------------------------- raw texts
@@ -139,19 +167,17 @@ def empty_verses(structure: pd.DataFrame) -> list[str]:
 
 
 def chunk(source: Source, structure: pd.DataFrame) -> list[Chunk]:
-    name = source.chunking or "structural"
-    if name not in RULES:
-        raise SourceError(source.id, f"unknown scripture chunking {name!r}; expected one of {', '.join(RULES)}")
+    name, rules, version = effective_rules(source)
     verses = structure[structure["text"] != ""].reset_index(drop=True)
     suffix = (source.translation or source.id).lower()
     if name == "structural":
         pericopes, parent_of = _pericopes(verses, source, suffix)
-        specs = _verses(verses, source, suffix, parent_of) + pericopes + _paragraphs(verses, source, suffix)
+        specs = _verses(verses, source, suffix, parent_of) + pericopes + _paragraphs(verses, source, suffix, rules)
     elif name == "chapter":
         specs = _chapters(verses, source, suffix)
     else:
-        specs = _fixed_windows(verses, source, suffix, **{k: RULES[name][k] for k in ("window_tokens", "overlap_tokens")})
-    return _to_chunks(specs, source, RULESETS[name])
+        specs = _fixed_windows(verses, source, suffix, **{k: rules[k] for k in ("window_tokens", "overlap_tokens")})
+    return _to_chunks(specs, source, version)
 
 
 def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
@@ -234,10 +260,9 @@ def _verses(verses: pd.DataFrame, source: Source, suffix: str, parent_of: dict) 
     ]
 
 
-def _paragraphs(verses: pd.DataFrame, source: Source, suffix: str) -> list[dict]:
+def _paragraphs(verses: pd.DataFrame, source: Source, suffix: str, rules: dict) -> list[dict]:
     """Seed 003: each paragraph with two sentences of its neighbours either side, within the model's
     window; a paragraph too long for it is cut at verse boundaries (poetry has few marks)."""
-    rules = RULES["structural"]
     context = rules["paragraph_context_sentences"]
     new_paragraph = (
         verses["paragraph_start"]

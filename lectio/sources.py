@@ -24,6 +24,8 @@ FORMATS = (
     "notes-jsonl",
     "westminster-json",
 )
+# Formats whose chunker reads `rules:`; elsewhere the key would be ignored silently, so it is refused.
+TUNABLE_FORMATS = ("sword-bible",)
 METADATA_KEYS = ("title", "author", "translation", "tradition", "tier", "effective_date", "scope")
 
 
@@ -46,6 +48,9 @@ class Source:
     module: str | None = None  # a SWORD module name, fetched on demand
     select: str | None = None  # a reference list limiting a Bible to some books or chapters
     chunking: str | None = None  # a named ruleset of the format, when it has several
+    # Overrides of the ruleset's tunable rules (e.g. a candidate's paragraph size); the chunker
+    # validates them and folds them into the ruleset version, so a change makes a new index.
+    rules: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -103,6 +108,11 @@ def parse_source(entry: dict[str, Any], base_dir: Path) -> Source:
     fmt = entry.get("format")
     if fmt not in FORMATS:
         raise SourceError(sid, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    rules = entry.get("rules") or {}
+    if not isinstance(rules, dict) or not all(isinstance(k, str) for k in rules):
+        raise SourceError(sid, f"'rules' must be a mapping of rule names to values, got {rules!r}")
+    if rules and fmt not in TUNABLE_FORMATS:
+        raise SourceError(sid, f"format {fmt!r} has no tunable rules; 'rules' applies to {', '.join(TUNABLE_FORMATS)}")
     path, module = entry.get("path"), entry.get("module")
     if not path and not module:
         raise SourceError(sid, "needs a 'path' (relative to the sources file) or a 'module'")
@@ -115,6 +125,7 @@ def parse_source(entry: dict[str, Any], base_dir: Path) -> Source:
         module=str(module) if module else None,
         select=entry.get("select"),
         chunking=entry.get("chunking"),
+        rules=dict(rules),
         metadata={k: entry[k] for k in METADATA_KEYS if entry.get(k) is not None},
     )
 

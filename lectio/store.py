@@ -207,11 +207,94 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
         )
 
 
+# First key of the advisory lock a build holds on its version number (the second key).
+_BUILD_LOCK = 4243
+
+
+def previous_version(conn: psycopg.Connection) -> str | None:
+    """The rollback target: what was live before the last switch."""
+    row = conn.execute("SELECT previous FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def merge_metrics(conn: psycopg.Connection, version: str, metrics: dict[str, Any]) -> None:
+    """Add or replace top-level keys of a version's metrics (evaluations, gate decisions)."""
+    updated = conn.execute(
+        "UPDATE index_versions SET metrics = metrics || %s::jsonb WHERE version = %s",
+        (json.dumps(metrics, default=str), version),
+    ).rowcount
+    if not updated:
+        raise ValueError(f"no index version {version!r}")
+
+
+def mark_abandoned_builds(conn: psycopg.Connection) -> list[str]:
+    """Mark 'building' versions whose builder is gone (killed mid-build) as 'abandoned'.
+
+    Their tables were never committed, so there is nothing to clean up but the record; a
+    build still running holds its advisory lock and is left alone."""
+    abandoned = []
+    for version, number in conn.execute(
+        "SELECT version, substr(version, 2)::bigint FROM index_versions WHERE status = 'building'"
+    ).fetchall():
+        if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_BUILD_LOCK, number)).fetchone()[0]:
+            try:
+                conn.execute(
+                    "UPDATE index_versions SET status = 'abandoned' WHERE version = %s AND status = 'building'",
+                    (version,),
+                )
+                abandoned.append(version)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILD_LOCK, number))
+    return abandoned
+
+
+def drop_version(conn: psycopg.Connection, version: str) -> None:
+    """Drop a version's chunk and lexicon tables and its record, in one transaction.
+
+    The live version and the rollback target are refused; the live pointer is locked for the
+    transaction so neither can become one of them meanwhile."""
+    with conn.transaction():
+        pointer = conn.execute("SELECT version, previous FROM live_index FOR UPDATE").fetchone()
+        if pointer and version in pointer:
+            role = "live" if version == pointer[0] else "the rollback target"
+            raise ValueError(f"index version {version!r} is {role}; it cannot be dropped")
+        row = conn.execute(
+            "SELECT table_name, status FROM index_versions WHERE version = %s FOR UPDATE", (version,)
+        ).fetchone()
+        if row is None:
+            raise ValueError(f"no index version {version!r}")
+        table, status = row
+        if status == "building":
+            raise ValueError(f"index version {version!r} is still being built")
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(lexicon_table(table))))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
+
+
+def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
+    """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner."""
+    info = get_version(conn, version)
+    if info is None or info.status != "ready":
+        raise ValueError(f"index version {version!r} is not ready")
+    names = [name for name, _ in _CHUNK_COLUMNS]
+    rows = conn.execute(
+        sql.SQL("SELECT {} FROM {} ORDER BY chunk_id").format(
+            sql.SQL(", ").join(map(sql.Identifier, names)), sql.Identifier(info.table_name))
+    ).fetchall()
+    frame = pd.DataFrame(rows, columns=names)
+    # Tables of layout 3 hold metadata as JSON text inside a jsonb string.
+    frame["metadata"] = frame["metadata"].map(lambda m: json.loads(m) if isinstance(m, str) else m)
+    return frame
+
+
 def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str, fp: str) -> IndexVersion:
     """Load chunks (whose embeddings are all cached) into a new version table and index it."""
     started = time.monotonic()
     number = conn.execute("SELECT nextval('index_version_seq')").fetchone()[0]
     version, table = f"v{number}", f"chunks_v{number}"
+    # Held while the version is 'building', and released by PostgreSQL when this session ends
+    # however it ends: a 'building' record whose lock is free belongs to a dead build.
+    conn.execute("SELECT pg_advisory_lock(%s, %s)", (_BUILD_LOCK, number))
     rulesets = ",".join(sorted(chunks["ruleset"].unique()))
     sources = sorted(chunks["source_id"].unique())
     conn.execute(
@@ -233,6 +316,11 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
         # The table was created in the rolled-back transaction; only the record remains.
         conn.execute("UPDATE index_versions SET status = 'failed' WHERE version = %s", (version,))
         raise
+    finally:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILD_LOCK, number))
+        except psycopg.Error:
+            pass  # a broken connection: the session, and with it the lock, is gone anyway
     return get_version(conn, version)
 
 

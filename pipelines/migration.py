@@ -1,11 +1,269 @@
-"""The index-migration job and the evaluation assets (issues 4 and 6). Empty until built."""
+"""The index migration in Dagster (issues 4 and 6): thin wrappers over lectio.migration.
 
-from dagster import PartitionsDefinition
+Lineage: … → search_index → index_evaluation → live_index.
+
+- `index_evaluation` scores the live version and the candidate on the labelled query sets and
+  shows every version's metrics side by side, with deltas against the live one (issue 4's
+  evaluation asset; other retained versions show the scores stored when they were evaluated).
+- `live_index` is the gate and the switch: it decides from the evaluation, switches the
+  candidate in when it passes, applies retention, and reports the decision as the asset check
+  `recall_gate`, which fails (with the queries that moved) when the candidate is refused, so
+  the failed-check alert sensor reports it.
+
+Jobs: `migrate_index` (after the ingest partitions were re-run with new rules: build the
+candidate beside the live version, evaluate, gate) and `gate_candidate` (evaluate and gate a
+version already built; `lectio migrate` runs it after building the candidate with run_main).
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetSelection,
+    Config,
+    DagsterInstance,
+    MetadataValue,
+    Output,
+    PartitionsDefinition,
+    asset,
+    define_asset_job,
+)
+
+from lectio import migration, store
+from lectio.evaluation import METRICS
+from lectio.settings import Settings
+from resources import LectioResource
+
+MIGRATE_JOB = "migrate_index"
+GATE_JOB = "gate_candidate"
+GATE_CHECK = "recall_gate"
+# Short column names for the side-by-side table in the UI.
+_SHORT = {"recall@5": "R@5", "recall@10": "R@10", "recall@20": "R@20", "precision@5": "P@5", "mrr": "MRR",
+          "ndcg@10": "nDCG@10", "negative_recall": "neg", "qualifier_presence": "qual", "budget_recall@1000": "R@1k tok"}
+
+
+class EvaluationConfig(Config):
+    query_sets: list[str] = [str(p) for p in migration.DEFAULT_QUERY_SETS]
+    k: int = 20
+    mode: str = "hybrid"
+    # The version to score beside the live one; empty: the version search_index built last,
+    # when it is not live.
+    candidate: str = ""
+
+
+class GateConfig(Config):
+    # Metric → largest drop allowed; a metric left out is reported, not guarded.
+    tolerances: dict[str, float] = dict(migration.DEFAULT_TOLERANCES)
+    keep: int = migration.DEFAULT_KEEP
 
 
 def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
-    return []
+    @asset(group_name="migration")
+    def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, lectio: LectioResource,
+                         search_index: dict) -> dict:
+        """The live index and the candidate scored on the labelled query sets (DESIGN §4 metrics),
+        every version side by side with deltas against the live one."""
+        query_sets = migration.load_query_sets(config.query_sets)
+        with lectio.connect() as conn:
+            live = store.live_version(conn)
+            candidate = config.candidate or (search_index or {}).get("version")
+            if candidate == live:
+                candidate = None
+            reports = {}
+            for version in filter(None, (live, candidate)):
+                context.log.info(f"scoring {version} on {', '.join(query_sets)}")
+                reports[version] = migration.score(conn, version, query_sets, k=config.k, mode=config.mode)
+                store.merge_metrics(conn, version, {
+                    "evaluation": migration.evaluation_record(reports[version], k=config.k, mode=config.mode)})
+            versions = store.list_versions(conn)
+        metadata = {
+            "live": live or "none",
+            "candidate": candidate or "none",
+            "versions": MetadataValue.md(_versions_markdown(versions, reports, live, candidate, list(query_sets))),
+        }
+        # Numbers of the live version, so the UI plots them across materialisations.
+        for name, report in reports.get(live, {}).items():
+            for metric in ("recall@20", "mrr", "ndcg@10", "budget_recall@1000", "qualifier_presence"):
+                value = report["overall"].get(metric)
+                if value is not None:
+                    metadata[f"live {name} {metric}"] = float(value)
+        context.add_output_metadata(metadata)
+        return {"live": live, "candidate": candidate, "reports": reports, "query_sets": list(config.query_sets),
+                "k": config.k, "mode": config.mode}
+
+    @asset(group_name="migration", check_specs=[AssetCheckSpec(
+        GATE_CHECK, asset="live_index",
+        description="The candidate is no worse than the live index on the labelled query sets (recall@20 and the "
+                    "other guarded metrics within tolerance) and passes the blocking quality checks.")])
+    def live_index(context: AssetExecutionContext, config: GateConfig, lectio: LectioResource, index_evaluation: dict):
+        """Which version users search: the candidate goes live only when the gate passes."""
+        evaluation = index_evaluation
+        candidate = evaluation.get("candidate")
+        with lectio.connect() as conn:
+            if not candidate:
+                live = store.live_version(conn)
+                result = migration.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
+                result.retired = migration.retain(conn, config.keep)
+            else:
+                result = migration.gate(
+                    conn, candidate, migration.load_query_sets(evaluation["query_sets"]),
+                    tolerances=config.tolerances, k=evaluation["k"], mode=evaluation["mode"],
+                    sources_file=lectio.sources_path, corpus_dir=lectio.settings().corpus_dir,
+                    reports=evaluation["reports"],
+                )
+                migration.apply(conn, result, config.keep)
+            live_now = store.live_version(conn)
+        comparison = migration.metrics_markdown(result)
+        differences = migration.differences_markdown(result)
+        yield Output(result.to_json(), metadata={
+            "decision": result.decision,
+            "reason": result.reason,
+            "live": live_now or "none",
+            "candidate": result.candidate,
+            "comparison": MetadataValue.md(comparison),
+            "differences": MetadataValue.md(differences),
+            "queries_changed": len(result.differences),
+            "retired": ", ".join(result.retired) or "none",
+        })
+        yield AssetCheckResult(
+            check_name=GATE_CHECK,
+            passed=result.passed,
+            severity=AssetCheckSeverity.ERROR,
+            description=result.reason,
+            metadata={
+                "candidate": result.candidate,
+                "live": live_now or "none",
+                "queries_changed": len(result.differences),
+                "differences": MetadataValue.md(differences),
+                "comparison": MetadataValue.md(comparison),
+            },
+        )
+
+    return [index_evaluation, live_index]
 
 
 def build_migration_jobs(assets: list) -> list:
-    return []
+    keys = [a.key for a in assets]
+    return [
+        define_asset_job(
+            MIGRATE_JOB,
+            selection=AssetSelection.assets("search_index", *keys),
+            config={"ops": {"search_index": {"config": {"switch_live": False}}}},
+            description="Build the index from the chunks of every source as a candidate beside the live one, "
+                        "score both, and switch only if the candidate is no worse (run after re-ingesting "
+                        "sources with new rules).",
+        ),
+        define_asset_job(GATE_JOB, selection=AssetSelection.assets(*keys),
+                         description="Score the live index and the last built candidate, and gate the switch."),
+    ]
+
+
+def _versions_markdown(versions, reports, live, candidate, set_names) -> str:
+    """Every version's overall scores per query set, deltas against the live one in brackets."""
+    live_scores = _scores_of(next((v for v in versions if v.version == live), None), reports)
+    lines = []
+    for name in set_names:
+        lines += [f"**{name}**", "", "| version | role | rows | " + " | ".join(_SHORT[m] for m in METRICS) + " | n |",
+                  "|---|---|---:|" + "---:|" * (len(METRICS) + 1)]
+        for v in versions:
+            scores = _scores_of(v, reports).get(name)
+            if v.status != "ready":
+                continue
+            role = "live" if v.version == live else "candidate" if v.version == candidate else \
+                "stored" if scores else "not scored"
+            cells = []
+            for metric in METRICS:
+                value = (scores or {}).get(metric)
+                base = live_scores.get(name, {}).get(metric)
+                if value is None:
+                    cells.append("–")
+                elif v.version != live and base is not None:
+                    cells.append(f"{value:.3f} ({value - base:+.3f})")
+                else:
+                    cells.append(f"{value:.3f}")
+            lines.append(f"| {v.version} | {role} | {v.rows or 0:,} | " + " | ".join(cells) +
+                         f" | {(scores or {}).get('n', '–')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _scores_of(version, reports) -> dict[str, dict]:
+    """Overall scores per query set: fresh from this run, else as stored on the version."""
+    if version is None:
+        return {}
+    if version.version in reports:
+        return {name: report["overall"] for name, report in reports[version.version].items()}
+    return (version.metrics or {}).get("evaluation", {}).get("query_sets", {})
+
+
+# ---------------------------------------------------------------- `lectio migrate`
+
+
+@dataclass
+class MigrationReport:
+    ok: bool
+    reason: str
+    candidate: str | None
+    build: dict  # the main run's report (sources, index), as `lectio run --json` prints it
+    gate: dict | None  # lectio.migration.GateResult.to_json(), when the gate ran
+    seconds: float
+
+    @property
+    def embeddings(self) -> dict[str, int]:
+        embedded = sum(s["facts"].get("embeddings", {}).get("embedded", 0) for s in self.build["sources"])
+        reused = sum(s["facts"].get("embeddings", {}).get("reused_from_cache", 0) for s in self.build["sources"])
+        return {"embedded": embedded, "reused": reused}
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "reason": self.reason, "candidate": self.candidate, "seconds": round(self.seconds, 1),
+                "embeddings": self.embeddings, "gate": self.gate, "build": self.build}
+
+
+def run_migration(settings: Settings, query_sets: list[str] | None = None, tolerances: dict[str, float] | None = None,
+                  keep: int = migration.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
+                  echo: Callable[[str], None] = print) -> MigrationReport:
+    """Build the candidate beside the live index (the main job, without switching), then run
+    the gate job on it. The live index answers throughout; only the gate's switch changes it."""
+    from pipelines.definitions import build_definitions
+    from pipelines.main_job import _QUIET, _failure_message, run_main
+
+    started = time.monotonic()
+    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
+    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
+    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
+    build = run_main(settings, echo=echo, switch_live=False)
+    index = build.index
+    candidate = index.get("version") if index.get("ok") else None
+
+    def done(ok, reason, gate=None):
+        return MigrationReport(ok, reason, candidate, build.to_json(), gate, time.monotonic() - started)
+
+    # A candidate missing a source (it failed, or its chunks failed a blocking quality check)
+    # holds the other sources' new chunks but is not the migration that was asked for.
+    problems = [f"{o.source_id}: {o.error}" for o in build.failed]
+    if not index.get("ok"):
+        problems.append(f"the index build failed: {index.get('error')}")
+    if index.get("quality_failures") not in (None, "none"):
+        problems.append(f"blocking quality checks failed: {index['quality_failures']}")
+    if problems:
+        return done(False, "candidate not gated: " + "; ".join(problems))
+
+    echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
+    defs = build_definitions(settings.sources_file)
+    result = defs.resolve_job_def(GATE_JOB).execute_in_process(
+        run_config={**_QUIET, "ops": {
+            "index_evaluation": {"config": {"query_sets": paths, "k": k, "mode": mode, "candidate": candidate}},
+            "live_index": {"config": {"tolerances": tolerances, "keep": keep}},
+        }},
+        instance=DagsterInstance.get(),
+        raise_on_error=False,
+    )
+    if not result.success:
+        return done(False, f"the gate failed: {_failure_message(result)}")
+    gate = result.output_for_node("live_index")
+    return done(gate["passed"], gate["reason"], gate)
