@@ -128,6 +128,20 @@ def test_a_changed_source_requests_exactly_its_partition(instance, tmp_path):
     assert back.run_requests[0].run_key != widened.run_requests[0].run_key
 
 
+def test_fingerprints_never_fetch_a_module(tmp_path):
+    """A SWORD module not downloaded yet has no fingerprint (the sensor waits for a run to fetch
+    it) instead of the sensor downloading it; file sources hash their files."""
+    from lectio.changes import source_fingerprints
+
+    sources = _watched_corpus(tmp_path)
+    empty_corpus = tmp_path / "no-corpus"
+    prints = source_fingerprints(sources, empty_corpus)
+    assert prints["watch-kjv"] is None and not empty_corpus.exists()
+    assert all(prints[k] for k in ("watch-guide", "watch-notes", "watch-rota"))
+    shared = source_fingerprints(sources, Path(os.environ["LECTIO_CORPUS_DIR"]))
+    assert shared["watch-kjv"] and shared["watch-guide"] == prints["watch-guide"]
+
+
 def test_backfill_over_source_partitions(instance, settings, tmp_path):
     """What a backfill over all sources does (after a rule change), one partition per run."""
     sources = _watched_corpus(tmp_path)
