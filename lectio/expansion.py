@@ -19,6 +19,15 @@ VOCABULARY = Path(__file__).resolve().parent.parent / "data" / "vocabulary" / "q
 _ENDINGS = r"(?:s|es|ed|ing|'s|’s)?"
 
 
+def _inflected(word: str) -> str:
+    """A pattern for a key's last word with its endings: worry/worries/worried, forgive/forgiving."""
+    if word.endswith("y") and len(word) > 2:
+        return re.escape(word[:-1]) + r"(?:y|ies|ied|ying|y's|y’s)"
+    if word.endswith("e"):
+        return re.escape(word[:-1]) + r"(?:e|es|ed|ing|e's|e’s)"
+    return re.escape(word) + _ENDINGS
+
+
 @lru_cache(maxsize=4)
 def load_vocabulary(path: Path = VOCABULARY) -> dict[str, tuple[str, ...]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -38,7 +47,8 @@ def _patterns(path: Path) -> list[tuple[re.Pattern, tuple[str, ...]]]:
     # Longest keys first, so "holy spirit" is seen before "spirit".
     keys = sorted(load_vocabulary(path), key=len, reverse=True)
     return [
-        (re.compile(r"(?<![\w'])" + r"\s+".join(map(re.escape, key.split())) + _ENDINGS + r"(?!\w)", re.IGNORECASE),
+        (re.compile(r"(?<![\w'])" + r"\s+".join([*map(re.escape, key.split()[:-1]), _inflected(key.split()[-1])])
+                    + r"(?!\w)", re.IGNORECASE),
          load_vocabulary(path)[key])
         for key in keys
     ]

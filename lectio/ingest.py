@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lectio import commentary, documents, modern, notes, patristic, reformation, scripture, theses
+from lectio import commentary, documents, lexicon, modern, notes, patristic, reformation, scripture, theses
 from lectio.chunk import Chunk
 from lectio.raw import RawText
 from lectio.sources import Source, SourceError, load_source
@@ -38,6 +38,7 @@ FORMATS: dict[tuple[str, str | None], Format] = {
     ("text", None): _module_format(documents),
     ("html", None): _module_format(documents),
     ("sword-commentary", None): _module_format(commentary),
+    ("sword-lexicon", None): _module_format(lexicon),
     ("westminster-json", None): _module_format(reformation),
     ("text", "reformation"): _module_format(theses),
     ("notes-jsonl", None): _module_format(notes),

@@ -57,9 +57,25 @@ def read(source: Source, corpus_dir: Path) -> RawText:
         entries = list(read_zld(library, module))
     except (CorpusError, ZldError, OSError) as exc:
         raise SourceError(source.id, f"cannot read SWORD dictionary {module!r}: {exc}") from None
+    if source.select:
+        wanted = _selected_numbers(source, _PREFIX[module])
+        entries = [(key, text) for key, text in entries if key.isdigit() and int(key) in wanted]
     if not entries:
-        raise SourceError(source.id, f"SWORD dictionary {module!r} has no entries")
+        where = f" in 'select' ({source.select})" if source.select else ""
+        raise SourceError(source.id, f"SWORD dictionary {module!r} has no entries{where}")
     return RawText(source.id, hash_parts(f"{k}\t{v}" for k, v in entries), (_PREFIX[module], entries), len(entries))
+
+
+def _selected_numbers(source: Source, prefix: str) -> set[int]:
+    """`select: "G25-G27; G5485"`: the entries to read (tests and samples need a few, not all)."""
+    wanted: set[int] = set()
+    for part in re.split(r"[;,]", source.select or ""):
+        match = re.fullmatch(rf"\s*{prefix}(\d+)(?:\s*-\s*{prefix}?(\d+))?\s*", part, re.IGNORECASE)
+        if match is None:
+            raise SourceError(source.id, f"select {part.strip()!r} is not a {prefix}-number or range such as {prefix}25-{prefix}27")
+        first = int(match[1])
+        wanted.update(range(first, int(match[2] or first) + 1))
+    return wanted
 
 
 _TAG = re.compile(r"<[^>]+>")

@@ -1,13 +1,24 @@
-"""Searching the live index: a reference is looked up directly, anything else by vector."""
+"""Searching an index version (the live one by default).
+
+A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
+entry and the verses that use it; anything else is ranked by several retrievers fused by
+reciprocal rank fusion (seed 002): HNSW vectors, BM25 with theology query expansion, pericope
+titles, and the corpus's own cross-reference graph. Every read runs as the application role under
+row-level security with the caller's principals."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
-from lectio import store
+from lectio import store, word_study, xrefs
+from lectio.expansion import expansions
+from lectio.lexicon import plain_letters
 from lectio.model import Embedder
 from lectio.refs import RefRange, UnknownReference, parse_reference
 
@@ -30,6 +41,27 @@ class SearchConfig:
     return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    # Query expansion from data/vocabulary/query_expansion.yaml; expansion words weigh less than
+    # the query's own.
+    expand_lexical: bool = True
+    expand_vector: bool = False
+    expansion_weight: float = 0.5
+    # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles.
+    title_weight: float = 1.0
+    # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
+    collapse_covered: bool = True
+    # Cross-reference expansion (seed 002): verses the corpus links to the best hits' passages,
+    # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
+    xref_weight: float = 1.0
+    xref_seeds: int = 10  # best fused hits whose verses seed the traversal
+    xref_depth: int = 2
+    xref_boost: float = 0.15
+    # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
+    word_study: bool = True
+    # Maximal marginal relevance (seed 003: a crowded theme returns near-duplicate verses): each
+    # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
+    # taken. None keeps the ranking as fused.
+    mmr_lambda: float | None = None
 
 
 _COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title"]
@@ -78,7 +110,9 @@ def search(
     version: str | None = None,
     embedder: Embedder | None = None,
     config: SearchConfig | None = None,
+    filters: Filters | None = None,
 ) -> SearchResponse:
+    """`kind` and `translation` are shorthands for the same fields of `filters`."""
     version = version or store.live_version(conn)
     if version is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
@@ -86,7 +120,10 @@ def search(
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
     table = info.table_name
-    filters = _Filters(principals, kind, translation)
+    given = filters or Filters()
+    if kind or translation:
+        given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
+    filters = _Filters(principals, given)
     try:
         ranges = parse_reference(query)
     except UnknownReference as exc:
@@ -98,23 +135,61 @@ def search(
         store.act_as_reader(conn, principals)
         if ranges:
             return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
-        return _ranked_search(conn, table, query, k, filters, version, config or SearchConfig(), embedder)
+        config = config or SearchConfig()
+        word = word_study.detect(query) if config.word_study else None
+        if word is not None:
+            response = _word_study(conn, table, query, word, k, filters, version, config, embedder)
+            if response is not None:
+                return response
+        return _ranked_search(conn, table, query, k, filters, version, config, embedder)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a caller narrows a search to. Testament and genre are scripture's (chunks of other
+    kinds carry the book's where they comment on one); tradition and tier are a commentary's."""
+
+    kind: str | None = None
+    translation: str | None = None
+    testament: str | None = None  # OT | NT (or old | new, as chunks store it)
+    genre: str | None = None
+    tradition: str | None = None
+    tier: str | None = None
+
+
+_TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
 
 
 @dataclass(frozen=True)
 class _Filters:
     principals: tuple[str, ...]
-    kind: str | None
-    translation: str | None
+    given: Filters
 
-    def where(self, translation: str | None) -> tuple[sql.Composable, list]:
-        clauses, params = [sql.SQL("acl && %s")], [list(self.principals)]
-        if self.kind:
-            clauses.append(sql.SQL("kind = %s"))
-            params.append(self.kind)
+    @property
+    def translation(self) -> str | None:
+        return self.given.translation
+
+    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
+        """A WHERE clause with named placeholders (f_*), and its parameters."""
+        clauses, params = [sql.SQL("acl && %(f_acl)s")], {"f_acl": list(self.principals)}
+        if not self.given.kind:
+            # Dictionary entries answer word studies (lectio.word_study), not topical questions.
+            clauses.append(sql.SQL("kind <> 'lexicon'"))
+        for column in ("kind", "testament", "genre"):
+            value = getattr(self.given, column)
+            if column == "testament" and value:
+                value = _TESTAMENTS.get(value.lower(), value)
+            if value:
+                clauses.append(sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(f"f_{column}")))
+                params[f"f_{column}"] = value
+        for key in ("tradition", "tier"):
+            value = getattr(self.given, key)
+            if value:
+                clauses.append(sql.SQL("metadata ->> {} = {}").format(sql.Literal(key), sql.Placeholder(f"f_{key}")))
+                params[f"f_{key}"] = value
         if translation:
-            clauses.append(sql.SQL("(translation IS NULL OR translation = %s)"))
-            params.append(translation)
+            clauses.append(sql.SQL("(translation IS NULL OR translation = %(f_translation)s)"))
+            params["f_translation"] = translation
         return sql.SQL(" AND ").join(clauses), params
 
 
@@ -132,15 +207,18 @@ def _rows_to_results(rows, scores) -> list[Result]:
 
 def _lookup(conn, table, query, ranges: list[RefRange], k, filters: _Filters, version) -> SearchResponse:
     """Verses of the referenced ranges in canonical order (the preferred translation first)."""
-    span = sql.SQL(" OR ").join(sql.SQL("ordinal BETWEEN %s AND %s") for _ in ranges)
-    span_params = [o for r in ranges for o in (r.start_ordinal, r.end_ordinal)]
+    span = sql.SQL(" OR ").join(
+        sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Placeholder(f"s{i}"), sql.Placeholder(f"e{i}"))
+        for i in range(len(ranges)))
+    span_params = {key: value for i, r in enumerate(ranges)
+                   for key, value in ((f"s{i}", r.start_ordinal), (f"e{i}", r.end_ordinal))}
     for translation in _translation_preference(filters):
         where, params = filters.where(translation)
         rows = conn.execute(
             sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
-                    "ORDER BY ordinal, translation LIMIT %s").format(
+                    "ORDER BY ordinal, translation LIMIT %(k)s").format(
                 cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=table, span=span, where=where),
-            [*span_params, *params, k],
+            {**span_params, **params, "k": k},
         ).fetchall()
         if rows:
             return SearchResponse(query, "reference", version, _rows_to_results(rows, [1.0] * len(rows)))
@@ -155,51 +233,93 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
 
 
 def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder) -> list[tuple[str, float]]:
-    """(chunk_id, score) best first: vector, lexical, or both fused by reciprocal rank fusion."""
+    """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
+    cross-reference graph) fused by reciprocal rank fusion."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    extra = " ".join(expansions(query))
+    vector = None
     lists = []
     if config.mode in ("hybrid", "vector"):
-        lists.append((config.vector_weight, _vector_candidates(conn, table_name, query, where, params, config, embedder)))
+        vector = embedder.encode([f"{query} {extra}" if config.expand_vector and extra else query])[0]
+        lists.append((config.vector_weight, _vector_candidates(conn, table_name, vector, where, params, config)))
     if config.mode in ("hybrid", "lexical"):
-        lists.append((config.lexical_weight, _lexical_candidates(conn, table_name, query, where, params, config)))
-    if len(lists) == 1:
-        return lists[0][1]
+        lexical_extra = extra if config.expand_lexical else ""
+        lists.append((config.lexical_weight,
+                      _lexical_candidates(conn, table_name, query, lexical_extra, where, params, config)))
+        if config.title_weight:
+            lists.append((config.title_weight, _title_candidates(conn, table_name, query, where, params, config)))
+    fused = _fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
+    if config.mode == "hybrid" and config.xref_weight:
+        linked = _xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
+        if linked:
+            fused = _fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
+    return fused
+
+
+def _fuse(lists: list[tuple[float, list[tuple[str, float]]]], rrf_k: int) -> list[tuple[str, float]]:
     fused: dict[str, float] = {}
     for weight, ranked in lists:
         for rank, (chunk_id, _) in enumerate(ranked, start=1):
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (config.rrf_k + rank)
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (rrf_k + rank)
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
-def _vector_candidates(conn, table_name, query, where, params, config: SearchConfig, embedder: Embedder):
+def _xref_candidates(conn, table_name, seeds, vector, where, params, config: SearchConfig):
+    """Verses linked to the best hits' passages, best first by similarity to the query plus a
+    boost for the link (halved at depth 2): a linked verse that is also close to the query ranks
+    above one that is only one of the two."""
     table = sql.Identifier(table_name)
-    vector = embedder.encode([query])[0]
+    seed_refs = conn.execute(
+        sql.SQL("SELECT refs FROM {} WHERE chunk_id = ANY(%s) AND cardinality(refs) <= %s").format(table),
+        [[chunk_id for chunk_id, _ in seeds], xrefs.MAX_LINKED_VERSES],
+    ).fetchall()
+    refs = [ref for (row_refs,) in seed_refs for ref in row_refs]
+    found = xrefs.linked(conn, table_name, refs, config.xref_depth) if refs else {}
+    if not found:
+        return []
+    rows = conn.execute(
+        sql.SQL("SELECT chunk_id, refs[1], 1 - (embedding <=> %(v)s) FROM {table} "
+                "WHERE granularity = 'verse' AND refs && %(linked)s AND {where}").format(table=table, where=where),
+        {"v": vector, "linked": list(found), **params},
+    ).fetchall()
+    scored = [(chunk_id, similarity + config.xref_boost / found[ref][0]) for chunk_id, ref, similarity in rows]
+    return sorted(scored, key=lambda r: -r[1])[: config.candidates]
+
+
+def _vector_candidates(conn, table_name, vector, where, params, config: SearchConfig):
+    table = sql.Identifier(table_name)
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(config.ef_search, config.candidates))))
         # Filters apply after the HNSW scan; iterative scans keep going until enough rows pass.
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         rows = conn.execute(
-            sql.SQL("SELECT chunk_id, embedding <=> %s AS distance FROM {table} WHERE {where} "
-                    "ORDER BY embedding <=> %s LIMIT %s").format(table=table, where=where),
-            [vector, *params, vector, config.candidates],
+            sql.SQL("SELECT chunk_id, embedding <=> %(v)s AS distance FROM {table} WHERE {where} "
+                    "ORDER BY embedding <=> %(v)s LIMIT %(limit)s").format(table=table, where=where),
+            {"v": vector, **params, "limit": config.candidates},
         ).fetchall()
     # relaxed_order may return rows slightly out of order.
     return sorted(((chunk_id, 1 - distance) for chunk_id, distance in rows), key=lambda r: -r[1])
 
 
-def _lexical_candidates(conn, table_name, query, where, params, config: SearchConfig):
+def _lexical_candidates(conn, table_name, query, extra: str, where, params, config: SearchConfig):
     """BM25 over the version's full-text index: any query word may match, rarer words weigh more,
-    and long chunks do not win by length alone."""
+    and long chunks do not win by length alone. Words of `extra` (the query's expansions) count
+    at `expansion_weight`."""
     table, lexicon = sql.Identifier(table_name), sql.Identifier(store.lexicon_table(table_name))
     rows = conn.execute(
         sql.SQL(
             """
-            WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')) AS q),
-                 terms AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))),
-                 stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %s),
+            WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(query)s || ' ' || %(extra)s)::text,
+                                                            ' & ', ' | ')) AS q),
+                 terms AS (SELECT lexeme, max(w) AS w FROM (
+                              SELECT lexeme, 1.0 AS w FROM unnest(to_tsvector('english', %(query)s))
+                              UNION ALL
+                              SELECT lexeme, %(ew)s FROM unnest(to_tsvector('english', %(extra)s))) t
+                           GROUP BY lexeme),
+                 stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %(table)s),
                  candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
             SELECT c.chunk_id,
-                   sum(ln(1 + (s.n - l.ndoc + 0.5) / (l.ndoc + 0.5))
+                   sum(t.w * ln(1 + (s.n - l.ndoc + 0.5) / (l.ndoc + 0.5))
                        * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
             FROM candidates c
             CROSS JOIN stats s
@@ -208,10 +328,34 @@ def _lexical_candidates(conn, table_name, query, where, params, config: SearchCo
             JOIN {lexicon} l ON l.word = u.lexeme
             GROUP BY c.chunk_id
             ORDER BY score DESC, c.chunk_id
-            LIMIT %s
+            LIMIT %(limit)s
             """
         ).format(table=table, where=where, lexicon=lexicon, k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b)),
-        [query, query, table_name, *params, config.candidates],
+        {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name,
+         **params, "limit": config.candidates},
+    ).fetchall()
+    return [(chunk_id, float(score)) for chunk_id, score in rows]
+
+
+def _title_candidates(conn, table_name, query, where, params, config: SearchConfig):
+    """Pericopes whose title the query names: most of the title's words are in the query and
+    most of the query's words are in the title ("the Lord's Prayer", "crossing the Red Sea")."""
+    rows = conn.execute(
+        sql.SQL(
+            """
+            WITH q AS (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(query)s))) AS words),
+                 titled AS (SELECT chunk_id, array(SELECT lexeme FROM unnest(to_tsvector('english', title))) AS words
+                            FROM {table} WHERE granularity = 'pericope' AND {where}),
+                 scored AS (SELECT chunk_id,
+                                   cardinality(array(SELECT unnest(t.words) INTERSECT SELECT unnest(q.words)))::float AS shared,
+                                   cardinality(t.words) AS title_words, cardinality(q.words) AS query_words
+                            FROM titled t, q WHERE t.words && q.words)
+            SELECT chunk_id, (shared / title_words) * (shared / query_words) AS score
+            FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= 0.5
+            ORDER BY score DESC, chunk_id LIMIT %(limit)s
+            """
+        ).format(table=sql.Identifier(table_name), where=where),
+        {"query": query, **params, "limit": config.candidates},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]
 
@@ -220,18 +364,158 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
     ranked = _ranked(conn, table_name, query, filters, config, embedder)
     if config.return_parents:
         ranked = _parents_of(conn, table_name, ranked)
-    ranked = ranked[:k]
-    ids = [chunk_id for chunk_id, _ in ranked]
+    # Rows are read for more than k hits, since collapsing may drop some.
+    pool = ranked[: k * 4 if config.collapse_covered else k]
+    rows = conn.execute(
+        sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
+            cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=sql.Identifier(table_name)),
+        [[chunk_id for chunk_id, _ in pool]],
+    ).fetchall()
+    by_id = {row[0]: row for row in rows}
+    hits = [(by_id[chunk_id], score) for chunk_id, score in pool]
+    if config.collapse_covered:
+        hits = _collapse_covered(hits)
+    if config.mmr_lambda is not None:
+        hits = _mmr(conn, table_name, hits, k, config.mmr_lambda)
+    hits = hits[:k]
+    return SearchResponse(
+        query, config.mode, version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
+    )
+
+
+def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters: _Filters, version,
+                config: SearchConfig, embedder) -> SearchResponse | None:
+    """The lexicon entry (exact, then fuzzy, then by meaning), then the WEB verses tagged with its
+    Strong's number. None when a bare word turns out to be no transliteration: an ordinary search
+    answers it instead."""
+    entries = _lexicon_entries(conn, table_name, word, filters, config, embedder)
+    if not entries:
+        if word.how in ("number", "script"):
+            return SearchResponse(query, "word-study", version, message=f"no Strong's entry for {word.term!r} is in the index")
+        return None
+    table = sql.Identifier(table_name)
+    numbers = list(dict.fromkeys(number for _, number in entries))
+    where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    # What the query says besides the word ("G26 in John's letters") orders the verses; a bare
+    # word lists them in canonical order.
+    rest = _NUMBER_OR_SCRIPT.sub(" ", query).strip()
+    order = sql.SQL("ordinal")
+    query_params: dict = {}
+    if len(rest.split()) >= 2:
+        order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": embedder.encode([rest])[0]}
+    verses = conn.execute(
+        sql.SQL("SELECT chunk_id FROM {table} WHERE granularity = 'verse' AND (metadata -> 'strongs') ?| %(numbers)s "
+                "AND {where} ORDER BY {order} LIMIT %(k)s").format(table=table, where=where, order=order),
+        {"numbers": numbers, **params, **query_params, "k": k},
+    ).fetchall()
+    ids = [chunk_id for chunk_id, _ in entries] + [chunk_id for (chunk_id,) in verses]
+    rows = _rows_by_id(conn, table_name, ids[:k])
+    return SearchResponse(query, "word-study", version, _rows_to_results(rows, [1.0] * len(rows)))
+
+
+_NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+")
+
+
+def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Filters, config: SearchConfig,
+                     embedder) -> list[tuple[str, str]]:
+    """(chunk_id, Strong's number) of the entries the word names, best first."""
+    table = sql.Identifier(table_name)
+    where, params = _Filters(filters.principals, replace(filters.given, kind="lexicon")).where(None)
+    language = sql.SQL("TRUE")
+    if word.language:
+        language = sql.SQL("metadata ->> 'language' = %(language)s")
+        params = {**params, "language": word.language}
+
+    def matching(condition: str, order: str = "chunk_id", **values) -> list[tuple[str, str]]:
+        return conn.execute(
+            sql.SQL("SELECT chunk_id, metadata ->> 'strongs' FROM {table} WHERE kind = 'lexicon' AND {language} "
+                    "AND {where} AND {condition} ORDER BY {order} LIMIT 3").format(
+                table=table, language=language, where=where, condition=sql.SQL(condition), order=sql.SQL(order)),
+            {**params, **values},
+        ).fetchall()
+
+    if word.how == "number":
+        return matching("metadata ->> 'strongs' = %(term)s", term=word.term)
+    if word.how == "script":
+        term = plain_letters(word.term)
+        return matching("metadata ->> 'lemma_plain' = %(term)s", term=term) or matching(
+            "similarity(metadata ->> 'lemma_plain', %(term)s) > 0.4",
+            "similarity(metadata ->> 'lemma_plain', %(term)s) DESC, chunk_id", term=term)
+    if word.how == "transliteration":
+        words = word.term.split()
+        exact = matching("metadata ->> 'plain' = ANY(%(words)s)", words=words)
+        if exact or not word.language:
+            return exact
+        return matching("similarity(metadata ->> 'plain', %(term)s) > 0.4",
+                        "similarity(metadata ->> 'plain', %(term)s) DESC, chunk_id", term=word.term)
+    # "the Greek word for love": the entries whose definition means it, by hybrid search.
+    ranked = _ranked(conn, table_name, word.term,
+                     _Filters(filters.principals, replace(filters.given, kind="lexicon")),
+                     replace(config, xref_weight=0, title_weight=0), embedder)
+    ids = [chunk_id for chunk_id, _ in ranked[:50]]
+    return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
+
+
+def _rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
     rows = conn.execute(
         sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
             cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=sql.Identifier(table_name)),
         [ids],
     ).fetchall()
     by_id = {row[0]: row for row in rows}
-    return SearchResponse(
-        query, config.mode, version,
-        _rows_to_results([by_id[i] for i in ids], [score for _, score in ranked]),
-    )
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _mmr(conn, table_name, hits: list[tuple[tuple, float]], k: int, lam: float) -> list[tuple[tuple, float]]:
+    """Re-rank by maximal marginal relevance; relevance is the fused score scaled to [0, 1],
+    redundancy the cosine similarity of the chunks' embeddings."""
+    if len(hits) <= 1:
+        return hits
+    ids = [row[0] for row, _ in hits]
+    vectors = dict(conn.execute(
+        sql.SQL("SELECT chunk_id, embedding FROM {} WHERE chunk_id = ANY(%s)").format(sql.Identifier(table_name)), [ids]
+    ).fetchall())
+    matrix = np.array([_as_array(vectors[i]) for i in ids], dtype=np.float32)
+    similarity = matrix @ matrix.T  # embeddings are unit length
+    scores = np.array([score for _, score in hits], dtype=np.float32)
+    relevance = scores / scores.max() if scores.max() > 0 else scores
+    chosen: list[int] = []
+    remaining = list(range(len(hits)))
+    while remaining and len(chosen) < k:
+        def value(i: int) -> float:
+            redundancy = max((similarity[i, j] for j in chosen), default=0.0)
+            return lam * relevance[i] - (1 - lam) * redundancy
+        best = max(remaining, key=value)
+        chosen.append(best)
+        remaining.remove(best)
+    return [hits[i] for i in chosen]
+
+
+def _as_array(value) -> np.ndarray:
+    # pgvector's loaders give numpy arrays or Vector objects; without them the text form arrives.
+    if hasattr(value, "to_numpy"):
+        return value.to_numpy()
+    return np.asarray(json.loads(value) if isinstance(value, str) else value)
+
+
+def _collapse_covered(hits: list[tuple[tuple, float]]) -> list[tuple[tuple, float]]:
+    """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
+    the paragraph already shown, the same paragraph reached twice. Hits without verse refs
+    (documents, notes) and commentary (its text is not the verses') always stay."""
+    refs_at, kind_at, translation_at = _COLUMNS.index("refs"), _COLUMNS.index("kind"), _COLUMNS.index("translation")
+    covered: set[tuple[str | None, str]] = set()
+    kept = []
+    for row, score in hits:
+        refs = row[refs_at] or []
+        if row[kind_at] != "scripture" or not refs:
+            kept.append((row, score))
+            continue
+        keys = {(row[translation_at], ref) for ref in refs}
+        if keys <= covered:
+            continue
+        covered |= keys
+        kept.append((row, score))
+    return kept
 
 
 def _parents_of(conn, table_name, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

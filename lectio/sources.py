@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-KINDS = ("scripture", "commentary", "patristic", "reformation", "modern", "notes", "document")
+KINDS = ("scripture", "commentary", "patristic", "reformation", "modern", "notes", "document", "lexicon")
 FORMATS = (
     "sword-bible",
     "sword-commentary",

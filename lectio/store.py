@@ -18,16 +18,20 @@ import pandas as pd
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
+from lectio import xrefs
 from lectio.model import DIMENSIONS
 
 # Bump when the layout of index tables changes, so an old table is never reused as a new one.
-INDEX_LAYOUT = 3
+# 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
+INDEX_LAYOUT = 4
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
 _SCHEMA = f"""
 CREATE EXTENSION IF NOT EXISTS vector;
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE TABLE IF NOT EXISTS embedding_cache (
     content_hash text NOT NULL,
     model_id text NOT NULL,
@@ -266,7 +270,8 @@ def drop_version(conn: psycopg.Connection, version: str) -> None:
         table, status = row
         if status == "building":
             raise ValueError(f"index version {version!r} is still being built")
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(lexicon_table(table))))
+        for companion in (lexicon_table(table), xrefs.table_name(table)):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(companion)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
         conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
 
@@ -368,6 +373,8 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
+    # Verses by the Strong's numbers of their words (word studies, lectio.word_study).
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin ((metadata -> 'strongs'))").format(ident))
     # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is.
     lexicon = sql.Identifier(lexicon_table(table))
     conn.execute(
@@ -375,6 +382,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
             lexicon=lexicon, q=sql.Literal(f'SELECT tsv FROM "{table}"'))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
+    xrefs.build(conn, table, chunks, READER_ROLE)
     _protect(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
@@ -407,7 +415,7 @@ def _copy_rows(chunks: pd.DataFrame):
             if name in ("acl", "refs"):
                 values[i] = list(values[i]) if values[i] is not None else []
             elif name == "metadata":
-                values[i] = json.dumps(values[i] or {})
+                values[i] = Jsonb(values[i] or {})
             elif name in ("tokens", "ordinal", "chapter", "verse") and values[i] is not None:
                 values[i] = int(values[i])
         yield values

@@ -1,0 +1,202 @@
+"""Retrieval strategies on a small real index: query expansion, pericope titles, the
+cross-reference graph under row-level security, word studies with Strong's, filters, and the
+collapse of hits that add no new verse."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lectio import store, xrefs
+from lectio.chunk import chunks_frame
+from lectio.embedding import embed_chunks
+from lectio.expansion import expansions, load_vocabulary
+from lectio.indexing import build_index
+from lectio.ingest import chunk_source, parse_source, read_source
+from lectio.model import Embedder
+from lectio.search import Filters, SearchConfig, search
+from lectio.word_study import detect
+
+SOURCES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Psalm 23; John 3; John 10; Romans 5", acl: [public]}
+  - {id: mhcc, kind: commentary, format: sword-commentary, module: mhcc, select: "Psalm 23",
+     title: Concise Commentary, author: Matthew Henry, tradition: Reformed, tier: classic, acl: [public]}
+  - {id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl, title: Alice's notes,
+     acl: ["user:alice"]}
+  - {id: strongs-greek, kind: lexicon, format: sword-lexicon, module: StrongsGreek,
+     select: "G25-G27; G4166", title: Strong's Greek Dictionary, acl: [public]}
+"""
+# Alice's note links the shepherd psalm to a verse no word of it shares: only the graph knows.
+ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before."}
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory, database, settings):
+    folder = tmp_path_factory.mktemp("retrieval")
+    (folder / "sources.yaml").write_text(SOURCES)
+    (folder / "alice.jsonl").write_text(json.dumps(ALICE) + "\n")
+    sources = folder / "sources.yaml"
+    chunks = []
+    for sid in ("web", "mhcc", "notes-alice", "strongs-greek"):
+        raw = read_source(sources, sid, settings.corpus_dir)
+        chunks.extend(chunk_source(sources, sid, parse_source(sources, sid, raw)))
+    frame = chunks_frame(chunks)
+    embedder = Embedder()
+    with database.connect() as conn:
+        store.ensure_schema(conn)
+        embed_chunks(conn, frame, embedder)
+        outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
+    return outcome.version, embedder
+
+
+def find(conn, small_index, query, k=20, **options):
+    version, embedder = small_index
+    config = options.pop("config", SearchConfig())
+    return search(conn, query, k=k, version=version, embedder=embedder, config=config, **options)
+
+
+def rank_of(results, ref):
+    return next((r.rank for r in results if ref in r.refs and r.granularity == "verse"), None)
+
+
+# ---------------------------------------------------------------- query expansion
+
+
+def test_expansion_adds_the_words_scripture_uses():
+    assert "mercy" in expansions("grace")
+    assert "Yahweh" in expansions("hope in the Lord")  # the WEB's rendering of the divine name
+    assert "anxious" in expansions("what to do with my worries")  # a plural still matches
+    assert "mercy" not in expansions("mercy")  # never what the query already says
+    assert expansions("Nicodemus") == []
+
+
+def test_vocabulary_errors_name_the_file(tmp_path):
+    bad = tmp_path / "vocabulary.yaml"
+    bad.write_text("expansions:\n  grace: mercy\n")
+    with pytest.raises(ValueError, match="vocabulary.yaml.*grace"):
+        load_vocabulary(bad)
+
+
+def test_lexical_expansion_reaches_yahweh(conn, small_index):
+    lexical = SearchConfig(mode="lexical", title_weight=0)
+    plain = find(conn, small_index, "the Lord", config=replace(lexical, expand_lexical=False)).results
+    expanded = find(conn, small_index, "the Lord", config=lexical).results
+    assert plain and all("lord" in r.text.lower() for r in plain)
+    assert any("Yahweh" in r.text and "lord" not in r.text.lower() for r in expanded)
+
+
+# ---------------------------------------------------------------- titles, collapse
+
+
+def test_a_named_passage_finds_its_pericope(conn, small_index):
+    results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig(mode="lexical")).results
+    assert results[0].granularity == "pericope"
+    assert results[0].refs[0] == "john_10_1"
+
+
+def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
+    for query in ("God so loved the world", "the Lord is my shepherd", "peace with God through faith"):
+        collapsed = find(conn, small_index, query).results
+        seen: set[str] = set()
+        for r in collapsed:
+            if r.kind == "scripture":
+                assert not set(r.refs) <= seen, (query, r.chunk_id)
+                seen |= set(r.refs)
+    kept = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(collapse_covered=False)).results
+    assert len(kept) == 20  # without collapsing, redundant hits fill the list
+
+
+# ---------------------------------------------------------------- cross-references
+
+
+def test_the_graph_links_what_the_corpus_cites(conn, small_index):
+    version, _ = small_index
+    table = store.get_version(conn, version).table_name
+    with conn.transaction():
+        store.act_as_reader(conn, ("public", "user:alice"))
+        as_alice = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
+    with conn.transaction():
+        store.act_as_reader(conn, ("public",))
+        as_public = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
+    assert as_alice["rom_5_8"] == (1, 1)
+    assert "rom_5_8" not in as_public  # a private note's link is as private as the note
+
+
+def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
+    query = "Yahweh is my shepherd, I shall lack nothing"
+    with_link = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results
+    without = find(conn, small_index, query, k=100, principals=("public",)).results
+    linked, unlinked = rank_of(with_link, "rom_5_8"), rank_of(without, "rom_5_8")
+    assert linked is not None and (unlinked is None or linked < unlinked)
+    off = find(conn, small_index, query, k=100, principals=("public", "user:alice"),
+               config=SearchConfig(xref_weight=0)).results
+    assert rank_of(off, "rom_5_8") == rank_of(without, "rom_5_8")
+
+
+# ---------------------------------------------------------------- word studies
+
+
+def test_word_study_queries_are_recognised():
+    assert detect("G26").term == "G26"
+    assert detect("what does H2617 mean").language == "Hebrew"
+    assert detect("ἀγάπη").how == "script"
+    assert detect("the Greek word for love") == detect("the greek word for love")
+    assert detect("the Greek word for love").how == "meaning"
+    assert detect("agape").how == "transliteration"
+    assert detect("Abraham") is None  # a capitalised word is a name more often than a transliteration
+    assert detect("how should Christians treat the poor") is None
+
+
+@pytest.mark.parametrize("query", ["G25", "ἀγαπάω", "αγαπαω", "agapao", "the Greek word agapao"])
+def test_a_word_gets_its_entry_then_the_verses_that_use_it(conn, small_index, query):
+    response = find(conn, small_index, query, k=10)
+    assert response.mode == "word-study"
+    assert response.results[0].chunk_id == "strongs_g25"
+    verses = [r for r in response.results[1:] if r.granularity == "verse"]
+    assert verses and {r.translation for r in verses} == {"WEB"}
+    table = store.get_version(conn, small_index[0]).table_name
+    tagged = conn.execute(
+        f"SELECT count(*) FROM {table} WHERE chunk_id = ANY(%s) AND metadata -> 'strongs' ? 'G25'",
+        [[r.chunk_id for r in verses]],
+    ).fetchone()[0]
+    assert tagged == len(verses)  # every verse returned uses the word
+    assert "john_3_16" in {r.refs[0] for r in verses}
+
+
+def test_a_word_by_meaning_and_an_unknown_number(conn, small_index):
+    by_meaning = find(conn, small_index, "the Greek word for shepherd", k=5).results
+    assert by_meaning[0].chunk_id == "strongs_g4166"
+    missing = find(conn, small_index, "G5000")
+    assert missing.results == [] and "G5000" in missing.message
+
+
+def test_topical_search_leaves_dictionary_entries_out(conn, small_index):
+    results = find(conn, small_index, "love for the world", k=50).results
+    assert results and all(r.kind != "lexicon" for r in results)
+
+
+# ---------------------------------------------------------------- filters
+
+
+def test_filters_narrow_without_starving(conn, small_index):
+    # Psalm 23 is this corpus's only Old Testament text: six verses, their paragraphs, a pericope.
+    old = find(conn, small_index, "God's care", k=5, filters=Filters(testament="OT")).results
+    assert len(old) == 5 and all(r.refs[0].startswith("ps_") for r in old if r.refs)
+    new = find(conn, small_index, "God's care", k=10, filters=Filters(testament="NT", kind="scripture")).results
+    assert len(new) == 10 and all(r.refs[0].split("_")[0] in ("john", "rom") for r in new)
+    reformed = find(conn, small_index, "God's care", k=5, filters=Filters(tradition="Reformed")).results
+    assert reformed and {r.source_id for r in reformed} == {"mhcc"}
+    assert find(conn, small_index, "God's care", filters=Filters(tradition="Lutheran")).results == []
+
+
+def test_mmr_trades_near_duplicates_for_breadth(conn, small_index):
+    query = "God so loved the world that he gave his Son"
+    plain = find(conn, small_index, query, k=8).results
+    diverse = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=0.5)).results
+    assert plain[0].chunk_id == diverse[0].chunk_id  # the best hit stays first
+    assert len(diverse) == 8 and [r.chunk_id for r in diverse] != [r.chunk_id for r in plain]
+    relevance_only = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=1.0)).results
+    assert [r.chunk_id for r in relevance_only] == [r.chunk_id for r in plain]
