@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--index", help="index version (default: the live one)")
     search.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
     search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
+    search.add_argument("--testament", help="OT or NT")
+    search.add_argument("--genre", help="law, history, wisdom, poetry, prophecy, gospel, epistle or apocalyptic")
+    search.add_argument("--tradition", help="a commentary's tradition, as its source names it")
+    search.add_argument("--tier", help="a commentary's tier, as its source names it")
+    search.add_argument("--mmr", type=float, metavar="LAMBDA",
+                        help="diversify the results by maximal marginal relevance (1 = relevance only)")
 
     evaluate = command("eval", _eval, "score an index version against a labelled query set")
     evaluate.add_argument("queries", help="JSONL query set (DESIGN §4)")
@@ -138,9 +144,11 @@ def _dev(args) -> int:
 
 
 def _search(args) -> int:
-    from lectio.search import DEFAULT_PRINCIPALS, SearchConfig, search
+    from lectio.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
 
     settings = load_settings()
+    filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
+                      tradition=args.tradition, tier=args.tier)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
         response = search(
@@ -148,10 +156,9 @@ def _search(args) -> int:
             args.query,
             k=args.k,
             principals=tuple(args.principal or DEFAULT_PRINCIPALS),
-            kind=args.kind,
-            translation=args.translation,
             version=args.index,
-            config=SearchConfig(mode=args.mode, return_parents=args.parents),
+            config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr),
+            filters=filters,
         )
     lines = [f"{response.message}"] if response.message else []
     for r in response.results:
@@ -246,7 +253,7 @@ def _migrate(args) -> int:
     try:
         report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
                                k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
-    except ValueError as exc:  # a bad query set or tolerance, before anything is built
+    except (ValueError, OSError) as exc:  # a bad query set or tolerance, before anything is built
         print(f"lectio migrate: {exc}", file=sys.stderr)
         return 2
     if args.json:
