@@ -318,7 +318,8 @@ def metrics_markdown(result: GateResult) -> str:
                  "|---|---:|---:|---:|---:|"]
         for metric, row in rows.items():
             flag = "" if row["ok"] else " ✗"
-            lines.append(f"| {metric} | {_fmt(row['live'])} | {_fmt(row['candidate'])} | {_fmt(row['delta'])}{flag} "
+            delta = "–" if row["delta"] is None else f"{row['delta']:+.3f}"
+            lines.append(f"| {metric} | {_fmt(row['live'])} | {_fmt(row['candidate'])} | {delta}{flag} "
                          f"| {_fmt(row['tolerance'])} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) or "no live version to compare with"
@@ -344,8 +345,9 @@ def describe(result: GateResult, limit: int = 20) -> str:
         lines.append(f"\n{name}: {'metric':<20} {str(result.live):>9} {result.candidate:>9} {'delta':>8}")
         for metric, row in rows.items():
             mark = "  ✗ over tolerance" if not row["ok"] else ""
+            delta = "–" if row["delta"] is None else f"{row['delta']:+.3f}"
             lines.append(f"  {'':<{len(name)}}{metric:<20} {_fmt(row['live']):>9} {_fmt(row['candidate']):>9} "
-                         f"{_fmt(row['delta']):>8}{mark}")
+                         f"{delta:>8}{mark}")
     if result.differences:
         lines.append(f"\n{len(result.differences)} queries changed (largest losses first):")
         for d in result.differences[:limit]:

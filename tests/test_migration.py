@@ -190,6 +190,29 @@ def test_the_gate_refuses_failed_quality_checks_and_missing_sources():
         migration.decide("v1", "v2", same, same, {"recall@25": 0.03})
 
 
+def test_bad_gate_settings_are_refused_before_anything_is_built(tmp_path, capsys):
+    assert cli(["migrate", "--queries", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+    assert cli(["migrate", "--queries", str(QUERIES), "--tolerance-for", "recall@25=0.1"]) == 2
+    assert "no metric recall@25" in capsys.readouterr().err
+    assert cli(["migrate", "--queries", str(QUERIES), "--tolerance-for", "mrr=a lot"]) == 2
+    assert "not a number or 'off'" in capsys.readouterr().err
+
+
+def test_the_migration_assets_follow_the_search_index(settings):
+    from pipelines.definitions import build_definitions
+    from pipelines.migration import GATE_JOB, MIGRATE_JOB
+
+    defs = build_definitions(settings.sources_file)
+    graph = defs.resolve_asset_graph()
+    assert graph.get(AssetKey("index_evaluation")).parent_keys == {AssetKey("search_index")}
+    assert graph.get(AssetKey("live_index")).parent_keys == {AssetKey("index_evaluation")}
+    assert AssetCheckKey(AssetKey("live_index"), "recall_gate") in graph.get(AssetKey("live_index")).check_keys
+    migrate_job, gate_job = defs.resolve_job_def(MIGRATE_JOB), defs.resolve_job_def(GATE_JOB)
+    assert {"search_index", "index_evaluation", "live_index"} <= set(migrate_job.graph.node_dict)
+    assert set(gate_job.graph.node_dict) == {"index_evaluation", "live_index"}
+
+
 # ---------------------------------------------------------------- migrations end to end
 
 
