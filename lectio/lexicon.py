@@ -94,9 +94,13 @@ def _plain(markup: str) -> str:
 def parse(source: Source, raw: RawText) -> list[Entry]:
     prefix, pairs = raw.payload
     entries = []
+    seen: set[int] = set()
     for key, markup in pairs:
         if not key.isdigit():
             continue  # the modules' front matter and alias keys
+        if int(key) in seen:
+            continue  # StrongsHebrew stores H2200 twice, identically; one entry per number
+        seen.add(int(key))
         lemma = _field(markup, r"<orth>(.*?)</orth>")
         definition = _plain(re.sub(r"<orth[^>]*>.*?</orth>|<pron[^>]*>.*?</pron>", " ", markup, count=4, flags=re.S))
         if not lemma and not definition:

@@ -28,7 +28,8 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     jobs = {
         INGEST_JOB: define_asset_job(INGEST_JOB, selection=source_assets,
                                      description="Read, parse, chunk and embed one source (a partition)."),
-        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets,
+        # Tagged so the run queue (dagster.yaml) builds one index at a time, however it was launched.
+        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={"lectio/stage": "index"},
                                     description="Size distribution and a new index version from every source."),
     }
     jobs.update({job.name: job for job in build_migration_jobs(migration_assets)})

@@ -200,3 +200,14 @@ def test_mmr_trades_near_duplicates_for_breadth(conn, small_index):
     assert len(diverse) == 8 and [r.chunk_id for r in diverse] != [r.chunk_id for r in plain]
     relevance_only = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=1.0)).results
     assert [r.chunk_id for r in relevance_only] == [r.chunk_id for r in plain]
+
+
+def test_a_dictionary_key_stored_twice_gives_one_entry(tmp_path, settings):
+    # StrongsHebrew holds H2200 twice; chunk ids must stay unique (a blocking quality check).
+    (tmp_path / "sources.yaml").write_text(
+        "sources:\n  - {id: h, kind: lexicon, format: sword-lexicon, module: StrongsHebrew, select: H2199-H2200,"
+        " acl: [public]}\n")
+    sources = tmp_path / "sources.yaml"
+    chunks = chunk_source(sources, "h", parse_source(sources, "h", read_source(sources, "h", settings.corpus_dir)))
+    assert [c.chunk_id for c in chunks] == ["strongs_h2199", "strongs_h2200"]
+    assert chunks[1].metadata["language"] == "Hebrew" and chunks[1].metadata["lemma"]
