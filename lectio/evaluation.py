@@ -53,7 +53,15 @@ def score_query(q: LabelledQuery, hits: Sequence[Hit], k: int = 20) -> dict[str,
         scores["precision@5"] = sum(covers[:5]) / 5
         first = next((rank for rank, hit in enumerate(covers, start=1) if hit), None)
         scores["mrr"] = 1 / first if first else 0.0
-        dcg = sum(1 / math.log2(rank + 1) for rank, hit in enumerate(covers[:10], start=1) if hit)
+        # A gain is a hit that covers a relevant ref no better-ranked hit covered: a verse, its
+        # paragraph and its pericope are not three answers, and nDCG stays within [0, 1].
+        seen: set[str] = set()
+        dcg = 0.0
+        for rank, hit in enumerate(top[:10], start=1):
+            new = (set(hit.refs) & q.relevant) - seen
+            if new:
+                dcg += 1 / math.log2(rank + 1)
+                seen |= new
         ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(len(q.relevant), 10) + 1))
         scores["ndcg@10"] = dcg / ideal
         scores["budget_recall@1000"] = _recall(q.relevant, _within_budget(top, TOKEN_BUDGET))

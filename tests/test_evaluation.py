@@ -63,3 +63,12 @@ def test_overall_averages_over_queries_defining_each_metric():
     assert report["overall"]["recall@5"] == 1.0  # the second query defines no recall
     assert report["overall"]["negative_recall"] == 0.0
     assert report["overall"]["n"] == 2
+
+
+def test_ndcg_counts_a_relevant_verse_once():
+    # A verse, its paragraph and its pericope all cover the one relevant verse: one gain, not three.
+    hits = [Hit(("a",)), Hit(("a", "b")), Hit(("a", "b", "c"))]
+    s = score_query(q({"a"}), hits)
+    assert s["ndcg@10"] == pytest.approx(1.0)
+    later = score_query(q({"a", "c"}), [Hit(("x",)), Hit(("a",)), Hit(("a",)), Hit(("c",))])
+    assert later["ndcg@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
