@@ -54,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--genre", help="law, history, wisdom, poetry, prophecy, gospel, epistle or apocalyptic")
     search.add_argument("--tradition", help="a commentary's tradition, as its source names it")
     search.add_argument("--tier", help="a commentary's tier, as its source names it")
+    search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
+                        help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
     search.add_argument("--mmr", type=float, metavar="LAMBDA",
                         help="diversify the results by maximal marginal relevance (1 = relevance only)")
 
@@ -157,7 +159,8 @@ def _search(args) -> int:
             k=args.k,
             principals=tuple(args.principal or DEFAULT_PRINCIPALS),
             version=args.index,
-            config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr),
+            config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
+                                xref_weight=args.xrefs),
             filters=filters,
         )
     lines = [f"{response.message}"] if response.message else []

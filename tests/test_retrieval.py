@@ -127,12 +127,12 @@ def test_the_graph_links_what_the_corpus_cites(conn, small_index):
 
 def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
     query = "Yahweh is my shepherd, I shall lack nothing"
-    with_link = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results
-    without = find(conn, small_index, query, k=100, principals=("public",)).results
+    xref = SearchConfig(xref_weight=1.0)
+    with_link = find(conn, small_index, query, k=100, principals=("public", "user:alice"), config=xref).results
+    without = find(conn, small_index, query, k=100, principals=("public",), config=xref).results
     linked, unlinked = rank_of(with_link, "rom_5_8"), rank_of(without, "rom_5_8")
     assert linked is not None and (unlinked is None or linked < unlinked)
-    off = find(conn, small_index, query, k=100, principals=("public", "user:alice"),
-               config=SearchConfig(xref_weight=0)).results
+    off = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results  # off by default
     assert rank_of(off, "rom_5_8") == rank_of(without, "rom_5_8")
 
 
