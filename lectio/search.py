@@ -455,12 +455,42 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
             return exact
         return matching("similarity(metadata ->> 'plain', %(term)s) > 0.4",
                         "similarity(metadata ->> 'plain', %(term)s) DESC, chunk_id", term=word.term)
-    # "the Greek word for love": the entries whose definition means it, by hybrid search.
+    # "the Greek word for love": first the entries whose definition holds the word, ranked by how
+    # many WEB verses that say the word carry their number (the word the translators rendered so
+    # most often); then, for a meaning no definition states, the entries nearest by hybrid search.
+    used = _entries_by_use(conn, table, word, where, params, language)
+    if used:
+        return used
     ranked = _ranked(conn, table_name, word.term,
                      _Filters(filters.principals, replace(filters.given, kind="lexicon")),
-                     replace(config, xref_weight=0, title_weight=0), embedder)
+                     # The word asked about, not its theological neighbours: "grace" must find
+                     # charis, not the words for mercy the expansion would add.
+                     replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),
+                     embedder)
     ids = [chunk_id for chunk_id, _ in ranked[:50]]
     return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
+
+
+def _entries_by_use(conn, table, word: word_study.WordQuery, where, params, language) -> list[tuple[str, str]]:
+    return conn.execute(
+        sql.SQL(
+            """
+            WITH uses AS (
+                SELECT number, count(*) AS verses
+                FROM {table}, jsonb_array_elements_text(metadata -> 'strongs') AS number
+                WHERE granularity = 'verse' AND translation = %(translation)s
+                  AND tsv @@ plainto_tsquery('english', %(term)s)
+                GROUP BY number)
+            SELECT e.chunk_id, e.metadata ->> 'strongs'
+            FROM {table} e JOIN uses u ON u.number = e.metadata ->> 'strongs'
+            WHERE e.kind = 'lexicon' AND {language} AND {where}
+              AND e.tsv @@ plainto_tsquery('english', %(term)s)
+            ORDER BY u.verses DESC, e.chunk_id
+            LIMIT 3
+            """
+        ).format(table=table, language=language, where=where),
+        {**params, "term": word.term, "translation": DEFAULT_TRANSLATION},
+    ).fetchall()
 
 
 def _rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
