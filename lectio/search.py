@@ -371,15 +371,11 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
     ranked = _ranked(conn, table_name, query, filters, config, embedder)
     if config.return_parents:
         ranked = _parents_of(conn, table_name, ranked)
-    # Rows are read for more than k hits, since collapsing may drop some.
-    pool = ranked[: k * 4 if config.collapse_covered else k]
-    rows = conn.execute(
-        sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
-            cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), table=sql.Identifier(table_name)),
-        [[chunk_id for chunk_id, _ in pool]],
-    ).fetchall()
-    by_id = {row[0]: row for row in rows}
-    hits = [(by_id[chunk_id], score) for chunk_id, score in pool]
+    # More than k hits are read when collapsing may drop some or MMR chooses among them.
+    reranked = config.collapse_covered or config.mmr_lambda is not None
+    pool = ranked[: k * 4 if reranked else k]
+    scores = dict(pool)
+    hits = [(row, scores[row[0]]) for row in _rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
     if config.collapse_covered:
         hits = _collapse_covered(hits)
     if config.mmr_lambda is not None:
