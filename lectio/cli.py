@@ -151,6 +151,9 @@ def _search(args) -> int:
     settings = load_settings()
     filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
                       tradition=args.tradition, tier=args.tier)
+    if args.k < 1:
+        print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
+        return 2
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
         response = search(

@@ -21,8 +21,10 @@ _ENDINGS = r"(?:s|es|ed|ing|'s|’s)?"
 
 def _inflected(word: str) -> str:
     """A pattern for a key's last word with its endings: worry/worries/worried, forgive/forgiving."""
-    if word.endswith("y") and len(word) > 2:
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
         return re.escape(word[:-1]) + r"(?:y|ies|ied|ying|y's|y’s)"
+    if word.endswith("ie"):
+        return re.escape(word[:-2]) + r"(?:ie|ies|ied|ying)"
     if word.endswith("e"):
         return re.escape(word[:-1]) + r"(?:e|es|ed|ing|e's|e’s)"
     return re.escape(word) + _ENDINGS
@@ -55,7 +57,7 @@ def _patterns(path: Path) -> list[tuple[re.Pattern, tuple[str, ...]]]:
 
 
 def expansions(query: str, path: Path = VOCABULARY) -> list[str]:
-    """Terms to add for `query`, in vocabulary order, without the words the query already holds."""
+    """Terms to add for `query`, longest matching key first, without the words the query holds."""
     present = {w.lower() for w in re.findall(r"[\w’']+", query)}
     found: list[str] = []
     for pattern, terms in _patterns(path):

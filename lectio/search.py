@@ -116,6 +116,8 @@ def search(
     filters: Filters | None = None,
 ) -> SearchResponse:
     """`kind` and `translation` are shorthands for the same fields of `filters`."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
     version = version or store.live_version(conn)
     if version is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
@@ -326,13 +328,13 @@ def _lexical_candidates(conn, table_name, query, extra: str, where, params, conf
                  stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %(table)s),
                  candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
             SELECT c.chunk_id,
-                   sum(t.w * ln(1 + (s.n - l.ndoc + 0.5) / (l.ndoc + 0.5))
+                   sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5))
                        * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
             FROM candidates c
             CROSS JOIN stats s
             CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
             JOIN terms t ON t.lexeme = u.lexeme
-            JOIN {lexicon} l ON l.word = u.lexeme
+            LEFT JOIN {lexicon} l ON l.word = u.lexeme
             GROUP BY c.chunk_id
             ORDER BY score DESC, c.chunk_id
             LIMIT %(limit)s
@@ -393,22 +395,26 @@ def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters:
     answers it instead."""
     entries = _lexicon_entries(conn, table_name, word, filters, config, embedder)
     if not entries:
-        if word.how in ("number", "script"):
+        if word.how == "number":
             return SearchResponse(query, "word-study", version, message=f"no Strong's entry for {word.term!r} is in the index")
         return None
     table = sql.Identifier(table_name)
     numbers = list(dict.fromkeys(number for _, number in entries))
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
-    # What the query says besides the word ("G26 in John's letters") orders the verses; a bare
-    # word lists them in canonical order.
+    # The query's words besides a number or Greek/Hebrew script ("G26 in John's letters", "the
+    # Greek word for love") order the verses by meaning; a bare number or word lists them in
+    # canonical order.
     rest = _NUMBER_OR_SCRIPT.sub(" ", query).strip()
     order = sql.SQL("ordinal")
     query_params: dict = {}
     if len(rest.split()) >= 2:
         order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": embedder.encode([rest])[0]}
+    # Materialised so the planner filters by number first: an HNSW scan ordered by the query
+    # would see only its nearest few hundred verses and could return fewer than k.
     verses = conn.execute(
-        sql.SQL("SELECT chunk_id FROM {table} WHERE granularity = 'verse' AND (metadata -> 'strongs') ?| %(numbers)s "
-                "AND {where} ORDER BY {order} LIMIT %(k)s").format(table=table, where=where, order=order),
+        sql.SQL("WITH tagged AS MATERIALIZED (SELECT chunk_id, ordinal, embedding FROM {table} "
+                "WHERE granularity = 'verse' AND (metadata -> 'strongs') ?| %(numbers)s AND {where}) "
+                "SELECT chunk_id FROM tagged ORDER BY {order} LIMIT %(k)s").format(table=table, where=where, order=order),
         {"numbers": numbers, **params, **query_params, "k": k},
     ).fetchall()
     ids = [chunk_id for chunk_id, _ in entries] + [chunk_id for (chunk_id,) in verses]
@@ -423,7 +429,8 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
                      embedder) -> list[tuple[str, str]]:
     """(chunk_id, Strong's number) of the entries the word names, best first."""
     table = sql.Identifier(table_name)
-    where, params = _Filters(filters.principals, replace(filters.given, kind="lexicon")).where(None)
+    # The caller's testament, genre or tradition filters narrow the verses, not the dictionary.
+    where, params = _Filters(filters.principals, Filters(kind="lexicon")).where(None)
     language = sql.SQL("TRUE")
     if word.language:
         language = sql.SQL("metadata ->> 'language' = %(language)s")
@@ -457,8 +464,7 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
     used = _entries_by_use(conn, table, word, where, params, language)
     if used:
         return used
-    ranked = _ranked(conn, table_name, word.term,
-                     _Filters(filters.principals, replace(filters.given, kind="lexicon")),
+    ranked = _ranked(conn, table_name, word.term, _Filters(filters.principals, Filters(kind="lexicon")),
                      # The word asked about, not its theological neighbours: "grace" must find
                      # charis, not the words for mercy the expansion would add.
                      replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),

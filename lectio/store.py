@@ -25,7 +25,8 @@ from lectio.model import DIMENSIONS
 
 # Bump when the layout of index tables changes, so an old table is never reused as a new one.
 # 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
-INDEX_LAYOUT = 4
+# 5: BM25 document frequencies from public chunks only.
+INDEX_LAYOUT = 5
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
@@ -375,11 +376,13 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
     # Verses by the Strong's numbers of their words (word studies, lectio.word_study).
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin ((metadata -> 'strongs'))").format(ident))
-    # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is.
+    # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is. Counted
+    # over public chunks only: the reader may read this table, and a word that only a private
+    # note holds must not show there (search treats a word missing here as rare).
     lexicon = sql.Identifier(lexicon_table(table))
     conn.execute(
         sql.SQL("CREATE TABLE {lexicon} AS SELECT word, ndoc FROM ts_stat({q})").format(
-            lexicon=lexicon, q=sql.Literal(f'SELECT tsv FROM "{table}"'))
+            lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
     xrefs.build(conn, table, chunks, READER_ROLE)

@@ -14,7 +14,7 @@ _GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+(?:\s+[\u0370-\u03ff\u1f00-\u
 _HEBREW = re.compile(r"[\u0590-\u05ff]+(?:\s+[\u0590-\u05ff]+)*")
 _WORD_FOR = re.compile(r"\b(greek|hebrew)\s+(?:word|term|noun|verb)s?\s+(?:for|behind|translated(?:\s+as)?)\s+[\"“']?([^\"”'?]+)",
                        re.IGNORECASE)
-_NAMED_WORD = re.compile(r"\b(greek|hebrew)\s+(?:word\s+)?[\"“']?([a-z][a-z'-]{2,})[\"”']?", re.IGNORECASE)
+_NAMED_WORD = re.compile(r"\b(greek|hebrew)\s+(?:word|term)\s+[\"“']?([a-z][a-z'-]{2,})[\"”']?", re.IGNORECASE)
 # A bare transliteration is only taken for a word study in a short query ("agape", "hesed
 # meaning"), in lower case and of four letters or more: in a sentence the same letters are more
 # likely English, and a capitalised word is more likely a name (Strong's transliterates names).

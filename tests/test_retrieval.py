@@ -30,7 +30,8 @@ sources:
      select: "G25-G27; G4166", title: Strong's Greek Dictionary, acl: [public]}
 """
 # Alice's note links the shepherd psalm to a verse no word of it shares: only the graph knows.
-ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before."}
+# Its last word is hers alone, to show that no shared table reveals it.
+ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before. Quillwort."}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,8 @@ def test_expansion_adds_the_words_scripture_uses():
     assert "Yahweh" in expansions("hope in the Lord")  # the WEB's rendering of the divine name
     assert "anxious" in expansions("what to do with my worries")  # a plural still matches
     assert "mercy" not in expansions("mercy")  # never what the query already says
+    assert "supplication" in expansions("she prays daily")  # a vowel before y: prays, not pray-ies
+    assert "death" in expansions("dying well")
     assert expansions("Nicodemus") == []
 
 
@@ -132,8 +135,23 @@ def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
     without = find(conn, small_index, query, k=100, principals=("public",), config=xref).results
     linked, unlinked = rank_of(with_link, "rom_5_8"), rank_of(without, "rom_5_8")
     assert linked is not None and (unlinked is None or linked < unlinked)
+    assert linked <= 20  # raised into a first page, not merely present
     off = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results  # off by default
     assert rank_of(off, "rom_5_8") == rank_of(without, "rom_5_8")
+
+
+def test_word_statistics_reveal_no_private_word(conn, small_index, database):
+    import psycopg
+
+    table = store.get_version(conn, small_index[0]).table_name
+    with psycopg.connect(database.reader_url(store.READER_ROLE), autocommit=True) as reader:
+        with reader.transaction():
+            reader.execute("SELECT set_config('lectio.principals', 'public,user:alice', true)")
+            assert reader.execute(f"SELECT count(*) FROM {store.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
+    # Its owner still finds the note by that word.
+    mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),
+                config=SearchConfig(mode="lexical")).results
+    assert mine and mine[0].source_id == "notes-alice"
 
 
 # ---------------------------------------------------------------- word studies
@@ -147,6 +165,7 @@ def test_word_study_queries_are_recognised():
     assert detect("the Greek word for love").how == "meaning"
     assert detect("agape").how == "transliteration"
     assert detect("Abraham") is None  # a capitalised word is a name more often than a transliteration
+    assert detect("Hebrew slaves in Egypt") is None  # naming a language is not asking for a word
     assert detect("how should Christians treat the poor") is None
 
 
@@ -171,6 +190,17 @@ def test_a_word_by_meaning_and_an_unknown_number(conn, small_index):
     assert by_meaning[0].chunk_id == "strongs_g4166"
     missing = find(conn, small_index, "G5000")
     assert missing.results == [] and "G5000" in missing.message
+
+
+def test_a_word_study_ignores_filters_meant_for_verses(conn, small_index):
+    response = find(conn, small_index, "G25", k=5, filters=Filters(testament="NT"))
+    assert response.results[0].chunk_id == "strongs_g25"
+    assert all(r.refs[0].startswith(("john_", "rom_")) for r in response.results[1:])
+
+
+def test_bad_k_is_refused(conn, small_index):
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        find(conn, small_index, "grace", k=0)
 
 
 def test_topical_search_leaves_dictionary_entries_out(conn, small_index):
