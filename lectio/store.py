@@ -236,7 +236,8 @@ def mark_abandoned_builds(conn: psycopg.Connection) -> list[str]:
     """Mark 'building' versions whose builder is gone (killed mid-build) as 'abandoned'.
 
     Their tables were never committed, so there is nothing to clean up but the record; a
-    build still running holds its advisory lock and is left alone."""
+    build still running holds its advisory lock and is left alone. Call it on a connection that
+    is not building: advisory locks are re-entrant within one session."""
     abandoned = []
     for version, number in conn.execute(
         "SELECT version, substr(version, 2)::bigint FROM index_versions WHERE status = 'building'"
@@ -278,7 +279,9 @@ def drop_version(conn: psycopg.Connection, version: str) -> None:
 
 
 def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
-    """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner."""
+    """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner,
+    past row-level security: for checks over a whole version (migrations), never to answer a
+    caller."""
     info = get_version(conn, version)
     if info is None or info.status != "ready":
         raise ValueError(f"index version {version!r} is not ready")
