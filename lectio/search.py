@@ -279,6 +279,8 @@ def _xref_candidates(conn, table_name, seeds, vector, where, params, config: Sea
         [[chunk_id for chunk_id, _ in seeds], xrefs.MAX_LINKED_VERSES],
     ).fetchall()
     refs = [ref for (row_refs,) in seed_refs for ref in row_refs]
+    if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [xrefs.table_name(table_name)]).fetchone()[0]:
+        return []  # a version built before the graph existed (index layout < 4)
     found = xrefs.linked(conn, table_name, refs, config.xref_depth) if refs else {}
     if not found:
         return []
@@ -422,7 +424,7 @@ def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters:
     return SearchResponse(query, "word-study", version, _rows_to_results(rows, [1.0] * len(rows)))
 
 
-_NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+")
+_NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+", re.IGNORECASE)
 
 
 def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Filters, config: SearchConfig,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lectio.lexicon import plain_letters
 
-_NUMBER = re.compile(r"\b(?:strong'?s\s+)?([GH])0*([1-9]\d{0,4})\b")
+_NUMBER = re.compile(r"\b(?:strong'?s\s+)?([GH])0*([1-9]\d{0,4})\b", re.IGNORECASE)
 _GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+(?:\s+[\u0370-\u03ff\u1f00-\u1fff]+)*")
 _HEBREW = re.compile(r"[\u0590-\u05ff]+(?:\s+[\u0590-\u05ff]+)*")
 _WORD_FOR = re.compile(r"\b(greek|hebrew)\s+(?:word|term|noun|verb)s?\s+(?:for|behind|translated(?:\s+as)?)\s+[\"“']?([^\"”'?]+)",

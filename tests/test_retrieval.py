@@ -159,6 +159,7 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
 
 def test_word_study_queries_are_recognised():
     assert detect("G26").term == "G26"
+    assert detect("g26").term == "G26"
     assert detect("what does H2617 mean").language == "Hebrew"
     assert detect("ἀγάπη").how == "script"
     assert detect("the Greek word for love") == detect("the greek word for love")
