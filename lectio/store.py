@@ -388,24 +388,28 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
             lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
-    xrefs.build(conn, table, chunks, READER_ROLE)
+    xrefs.build(conn, table, chunks)
     _protect(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
 
 
 def _protect(conn: psycopg.Connection, table: str) -> None:
-    """Row-level security on a version's chunks: the reader sees a row only when one of the
-    principals set for its transaction is in the row's ACL (no principals: no rows)."""
-    ident, reader = sql.Identifier(table), sql.Identifier(READER_ROLE)
-    conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(ident))
-    conn.execute(
-        sql.SQL(
-            "CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
-            "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))"
-        ).format(ident, reader)
-    )
-    conn.execute(sql.SQL("GRANT SELECT ON {}, {} TO {}").format(ident, sql.Identifier(lexicon_table(table)), reader))
+    """Row-level security on a version's chunks and its cross-reference edges: the reader sees a
+    row only when one of the principals set for its transaction is in the row's ACL (no
+    principals: no rows). The BM25 word statistics hold public words only and are readable."""
+    reader = sql.Identifier(READER_ROLE)
+    for protected in (table, xrefs.table_name(table)):
+        ident = sql.Identifier(protected)
+        conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(ident))
+        conn.execute(
+            sql.SQL(
+                "CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
+                "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))"
+            ).format(ident, reader)
+        )
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, reader))
+    conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(lexicon_table(table)), reader))
 
 
 def lexicon_table(chunk_table: str) -> str:

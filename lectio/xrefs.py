@@ -10,7 +10,6 @@ An edge keeps the ACL of the chunk that made it, so a private note's links stay 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pandas as pd
@@ -33,7 +32,7 @@ def edges(chunks: pd.DataFrame) -> Counter:
     found: Counter = Counter()
     linking = chunks[(chunks["kind"] != "scripture") & chunks["refs"].map(lambda r: 0 < len(r) <= MAX_LINKED_VERSES)]
     for refs, text, metadata, acl in zip(linking["refs"], linking["text"], linking["metadata"], linking["acl"]):
-        metadata = _as_dict(metadata)
+        metadata = metadata or {}
         if metadata.get("scope") == "book":
             continue  # a book's introduction surveys the whole book; its citations are no links of one verse
         targets = set(metadata.get("cross_refs") or ())
@@ -47,11 +46,6 @@ def edges(chunks: pd.DataFrame) -> Counter:
     return found
 
 
-def _as_dict(metadata) -> dict:
-    # Chunk frames hold dicts; rows read back from a version table before layout 4 hold JSON text.
-    return json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
-
-
 def _span(ref_range) -> int:
     start, end = ref_range.start, ref_range.end
     if start.book != end.book or start.chapter != end.chapter:
@@ -59,8 +53,9 @@ def _span(ref_range) -> int:
     return end.verse - start.verse + 1
 
 
-def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, reader_role: str) -> int:
-    """Create the version's edge table beside its chunk table, under the same row-level rule."""
+def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame) -> int:
+    """Create the version's edge table beside its chunk table; store.py protects both with the
+    same row-level rule."""
     table = sql.Identifier(table_name(chunk_table))
     conn.execute(sql.SQL("CREATE TABLE {} (from_ref text NOT NULL, to_ref text NOT NULL, weight int NOT NULL, "
                          "acl text[] NOT NULL)").format(table))
@@ -70,13 +65,6 @@ def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, read
             copy.write_row((source, target, weight, list(acl)))
     conn.execute(sql.SQL("CREATE INDEX ON {} (from_ref)").format(table))
     conn.execute(sql.SQL("CREATE INDEX ON {} (to_ref)").format(table))
-    conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(table))
-    conn.execute(
-        sql.SQL("CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
-                "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))").format(
-            table, sql.Identifier(reader_role))
-    )
-    conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(table, sql.Identifier(reader_role)))
     return len(found)
 
 
