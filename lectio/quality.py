@@ -15,6 +15,7 @@ stays visible; anything else past the limit fails.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -73,6 +74,9 @@ def _gx_batch_definition():
     # No usage statistics (nothing is reachable from a build machine anyway) and no progress
     # bars: GE draws them on stderr for every validation, which floods Dagster's captured logs.
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    # Nor its INFO chatter ("Created temporary directory … for ephemeral docs site"), which
+    # `lectio run` would otherwise print between its own progress lines.
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
