@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--tier", help="a commentary's tier, as its source names it")
     search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
                         help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
+    search.add_argument("--prominence", type=float, metavar="WEIGHT",
+                        help="weight of how often the corpus cites a passage (default 0.1; 0 turns it off)")
     search.add_argument("--mmr", type=float, metavar="LAMBDA",
                         help="diversify the results by maximal marginal relevance (1 = relevance only)")
 
@@ -163,7 +165,8 @@ def _search(args) -> int:
             principals=tuple(args.principal or DEFAULT_PRINCIPALS),
             version=args.index,
             config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
-                                xref_weight=args.xrefs),
+                                xref_weight=args.xrefs,
+                                **({} if args.prominence is None else {"prominence_weight": args.prominence})),
             filters=filters,
         )
     lines = [f"{response.message}"] if response.message else []

@@ -9,6 +9,7 @@ row-level security with the caller's principals."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field, replace
 
@@ -16,7 +17,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from lectio import store, word_study, xrefs
+from lectio import prominence, store, word_study, xrefs
 from lectio.expansion import expansions
 from lectio.lexicon import plain_letters
 from lectio.model import Embedder
@@ -61,6 +62,10 @@ class SearchConfig:
     xref_max_linked: int = 200
     # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
     word_study: bool = True
+    # Passages the corpus's commentators cite often rank higher among equally close hits: a
+    # scripture hit's fused score is multiplied by 1 + weight * ln(1 + citations of its most cited
+    # verse) (lectio.prominence). Hybrid mode only, so vector and lexical stay plain baselines.
+    prominence_weight: float = 0.1
     # Maximal marginal relevance (seed 003: a crowded theme returns near-duplicate verses): each
     # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
     # taken. None keeps the ranking as fused.
@@ -258,7 +263,15 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         linked = _xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
         if linked:
             fused = _fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
+    if config.mode == "hybrid" and config.prominence_weight:
+        fused = _weigh_prominence(conn, table_name, fused, config.prominence_weight)
     return fused
+
+
+def _weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float) -> list[tuple[str, float]]:
+    cited = prominence.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused])
+    weighed = [(chunk_id, score * (1 + weight * math.log1p(cited.get(chunk_id, 0)))) for chunk_id, score in fused]
+    return sorted(weighed, key=lambda item: -item[1])
 
 
 def _fuse(lists: list[tuple[float, list[tuple[str, float]]]], rrf_k: int) -> list[tuple[str, float]]:

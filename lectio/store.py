@@ -20,13 +20,14 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from lectio import xrefs
+from lectio import prominence, xrefs
 from lectio.model import DIMENSIONS
 
 # Bump when the layout of index tables changes, so an old table is never reused as a new one.
 # 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
 # 5: BM25 document frequencies from public chunks only.
-INDEX_LAYOUT = 5
+# 6: how often the corpus cites each verse (lectio.prominence).
+INDEX_LAYOUT = 6
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
@@ -272,7 +273,7 @@ def drop_version(conn: psycopg.Connection, version: str) -> None:
         table, status = row
         if status == "building":
             raise ValueError(f"index version {version!r} is still being built")
-        for companion in (lexicon_table(table), xrefs.table_name(table)):
+        for companion in _companions(table):
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(companion)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
         conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
@@ -389,6 +390,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
     xrefs.build(conn, table, chunks)
+    prominence.build(conn, table, chunks)
     _protect(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
@@ -397,7 +399,8 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
 def _protect(conn: psycopg.Connection, table: str) -> None:
     """Row-level security on a version's chunks and its cross-reference edges: the reader sees a
     row only when one of the principals set for its transaction is in the row's ACL (no
-    principals: no rows). The BM25 word statistics hold public words only and are readable."""
+    principals: no rows). The BM25 word statistics and the citation counts come from public chunks
+    only and are readable."""
     reader = sql.Identifier(READER_ROLE)
     for protected in (table, xrefs.table_name(table)):
         ident = sql.Identifier(protected)
@@ -409,7 +412,13 @@ def _protect(conn: psycopg.Connection, table: str) -> None:
             ).format(ident, reader)
         )
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, reader))
-    conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(lexicon_table(table)), reader))
+    for public in (lexicon_table(table), prominence.table_name(table)):
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(public), reader))
+
+
+def _companions(table: str) -> tuple[str, ...]:
+    """The tables built beside a version's chunk table, dropped with it."""
+    return (lexicon_table(table), xrefs.table_name(table), prominence.table_name(table))
 
 
 def lexicon_table(chunk_table: str) -> str:

@@ -27,18 +27,24 @@ def table_name(chunk_table: str) -> str:
     return chunk_table.replace("chunks_", "xrefs_", 1)
 
 
+def cited_verses(text: str, metadata: dict | None) -> set[str]:
+    """The verses a chunk cites: its source's cross-reference links and the references written in
+    its text, each citation at most MAX_LINKED_VERSES long."""
+    cited = set((metadata or {}).get("cross_refs") or ())
+    for found in find_references(text):
+        if _span(found) <= MAX_LINKED_VERSES:
+            cited.update(verse_ids([found], MAX_LINKED_VERSES))
+    return cited
+
+
 def edges(chunks: pd.DataFrame) -> Counter:
     """(from_ref, to_ref, acl) → how many chunks make the link."""
     found: Counter = Counter()
     linking = chunks[(chunks["kind"] != "scripture") & chunks["refs"].map(lambda r: 0 < len(r) <= MAX_LINKED_VERSES)]
     for refs, text, metadata, acl in zip(linking["refs"], linking["text"], linking["metadata"], linking["acl"]):
-        metadata = metadata or {}
-        if metadata.get("scope") == "book":
+        if (metadata or {}).get("scope") == "book":
             continue  # a book's introduction surveys the whole book; its citations are no links of one verse
-        targets = set(metadata.get("cross_refs") or ())
-        for cited in find_references(text):
-            targets.update(verse_ids([cited], MAX_LINKED_VERSES) if _span(cited) <= MAX_LINKED_VERSES else ())
-        targets -= set(refs)
+        targets = cited_verses(text, metadata) - set(refs)
         acl = tuple(sorted(acl))
         for source in refs:
             for target in targets:

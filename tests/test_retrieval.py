@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lectio import store, xrefs
+import pandas as pd
+
+from lectio import prominence, store, xrefs
 from lectio.chunk import chunks_frame
 from lectio.embedding import embed_chunks
 from lectio.expansion import expansions, load_vocabulary
@@ -26,12 +28,16 @@ sources:
      title: Concise Commentary, author: Matthew Henry, tradition: Reformed, tier: classic, acl: [public]}
   - {id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl, title: Alice's notes,
      acl: ["user:alice"]}
+  - {id: study-notes, kind: notes, format: notes-jsonl, path: study.jsonl, title: Study notes, acl: [public]}
   - {id: strongs-greek, kind: lexicon, format: sword-lexicon, module: StrongsGreek,
      select: "G25-G27; G4166", title: Strong's Greek Dictionary, acl: [public]}
 """
 # Alice's note links the shepherd psalm to a verse no word of it shares: only the graph knows.
 # Its last word is hers alone, to show that no shared table reveals it.
 ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before. Quillwort."}
+# Public notes that keep returning to two verses, as commentators do with a topic's key texts.
+STUDY = [{"id": f"s{n}", "ref": "John 10:11", "text": f"Note {n}: the shepherd of Psalm 23:1 who gives his life, as John 3:16 says."}
+         for n in range(3)]
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +45,10 @@ def small_index(tmp_path_factory, database, settings):
     folder = tmp_path_factory.mktemp("retrieval")
     (folder / "sources.yaml").write_text(SOURCES)
     (folder / "alice.jsonl").write_text(json.dumps(ALICE) + "\n")
+    (folder / "study.jsonl").write_text("".join(json.dumps(note) + "\n" for note in STUDY))
     sources = folder / "sources.yaml"
     chunks = []
-    for sid in ("web", "mhcc", "notes-alice", "strongs-greek"):
+    for sid in ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"):
         raw = read_source(sources, sid, settings.corpus_dir)
         chunks.extend(chunk_source(sources, sid, parse_source(sources, sid, raw)))
     frame = chunks_frame(chunks)
@@ -152,6 +159,36 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
     mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),
                 config=SearchConfig(mode="lexical")).results
     assert mine and mine[0].source_id == "notes-alice"
+
+
+# ---------------------------------------------------------------- citation prior
+
+
+def test_citations_count_public_texts_once_each():
+    frame = pd.DataFrame([
+        {"kind": "commentary", "acl": ["public"], "text": "Compare Romans 5:8 and again Rom 5:8.", "metadata": {}},
+        {"kind": "commentary", "acl": ["public"], "text": "See Romans 5:8.", "metadata": {"cross_refs": ["ps_23_1"]}},
+        {"kind": "notes", "acl": ["user:alice"], "text": "John 3:16 is mine alone.", "metadata": {}},
+        {"kind": "scripture", "acl": ["public"], "text": "as it is written in Romans 5:8", "metadata": {}},
+        {"kind": "commentary", "acl": ["public"], "text": "All of Romans 5.", "metadata": {}},  # too long a span
+    ])
+    assert prominence.citations(frame) == {"rom_5_8": 2, "ps_23_1": 1}
+
+
+def test_often_cited_passages_rise_among_close_hits(conn, small_index):
+    version, _ = small_index
+    table = store.get_version(conn, version).table_name
+    counts = dict(conn.execute(f"SELECT ref, chunks FROM {prominence.table_name(table)}").fetchall())
+    assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
+    # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
+    plain = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=0)).results
+    weighed = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=1.0)).results
+    assert plain[0].chunk_id != "john_3_16_web"
+    assert weighed[0].chunk_id == "john_3_16_web"
+    # Only scripture is weighed: the notes themselves keep their place relative to each other.
+    notes = [r.chunk_id for r in plain if r.source_id == "study-notes"]
+    assert notes
+    assert notes == [r.chunk_id for r in weighed if r.source_id == "study-notes"]
 
 
 # ---------------------------------------------------------------- word studies
