@@ -26,6 +26,7 @@ from lectio.refs import RefRange, UnknownReference, parse_reference
 DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
 DEFAULT_TRANSLATION = "WEB"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,10 @@ def search(
     """`kind` and `translation` are shorthands for the same fields of `filters`."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
+    # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
+    query = _CONTROL.sub(" ", query).strip()
+    if not query:
+        return SearchResponse(query, "none", version, message="empty query: nothing to search for")
     version = version or store.live_version(conn)
     if version is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
@@ -313,7 +318,9 @@ def _xref_candidates(conn, table_name, seeds, vector, where, params, config: Sea
 def _vector_candidates(conn, table_name, vector, where, params, config: SearchConfig):
     table = sql.Identifier(table_name)
     with conn.transaction():
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(config.ef_search, config.candidates))))
+        # pgvector accepts at most 1,000; past that the iterative scan below supplies the rest.
+        ef_search = min(max(config.ef_search, config.candidates), 1000)
+        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
         # Filters apply after the HNSW scan; iterative scans keep going until enough rows pass.
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         rows = conn.execute(

@@ -241,6 +241,15 @@ def test_bad_k_is_refused(conn, small_index):
         find(conn, small_index, "grace", k=0)
 
 
+def test_odd_queries_get_an_answer_not_an_error(conn, small_index):
+    assert find(conn, small_index, "   ").message == "empty query: nothing to search for"
+    nul = find(conn, small_index, "the Lord is\x00 my shepherd").results  # NUL cannot reach PostgreSQL
+    assert nul and nul[0].refs[0] == "ps_23_1"
+    wide = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(candidates=1500)).results
+    assert wide and wide[0].refs[0] == "ps_23_1"  # past pgvector's ef_search limit of 1,000
+
+
+
 def test_topical_search_leaves_dictionary_entries_out(conn, small_index):
     results = find(conn, small_index, "love for the world", k=50).results
     assert results and all(r.kind != "lexicon" for r in results)
