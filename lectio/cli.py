@@ -100,12 +100,16 @@ def _print(args, payload: dict, text: str) -> None:
 
 
 def _run(args) -> int:
-    from pipelines.main_job import run_main
+    from pipelines.main_job import Interrupted, run_main
 
     if not args.json:
         logging.basicConfig(format="      %(message)s")
         logging.getLogger("lectio").setLevel(logging.INFO)
-    report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+    try:
+        report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+    except Interrupted as exc:
+        print(f"lectio run: interrupted, {exc}", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     return 0 if not report.failed and report.index.get("ok") else 1
@@ -238,6 +242,7 @@ def _metrics_line(metrics: dict) -> str:
 
 def _migrate(args) -> int:
     from lectio.migration import DEFAULT_TOLERANCES, GateResult, describe
+    from pipelines.main_job import Interrupted
     from pipelines.migration import run_migration
 
     tolerances = dict(DEFAULT_TOLERANCES)
@@ -265,6 +270,9 @@ def _migrate(args) -> int:
     except (ValueError, OSError) as exc:  # a bad query set or tolerance, before anything is built
         print(f"lectio migrate: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f"lectio migrate: interrupted, {exc}; the live index is unchanged", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:

@@ -6,11 +6,14 @@ is told which sources failed, so it never replaces a live index with a partial o
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
-from dagster import DagsterInstance
+from dagster import DagsterEventType, DagsterInstance
 
 from lectio.database import ensure_database
 from lectio.settings import Settings
@@ -21,6 +24,11 @@ from pipelines.home import prepare_dagster_env
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its
 # own summary instead, and the full story stays in the run's logs in the Dagster UI.
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM stopped the main job: no later source is read and no index is built, so
+    the live index stays as it was."""
 
 
 @dataclass
@@ -55,6 +63,12 @@ class MainRunReport:
 
 
 def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True) -> MainRunReport:
+    """Raises Interrupted on SIGINT or SIGTERM."""
+    with _stop_on_signals():
+        return _run_main(settings, echo, switch_live)
+
+
+def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool) -> MainRunReport:
     started = time.monotonic()
     db = ensure_database(settings)
     prepare_dagster_env(settings, db)
@@ -70,6 +84,8 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_liv
         result = ingest.execute_in_process(
             run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False
         )
+        if _interrupted(result):
+            raise Interrupted(f"stopped while reading {source_id}")
         outcome = SourceOutcome(
             source_id,
             result.success,
@@ -88,12 +104,45 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_liv
         instance=instance,
         raise_on_error=False,
     )
+    if _interrupted(result):
+        raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
     index = {"ok": result.success, **_facts(result, ["search_index"]).get("search_index", {})}
     if not result.success:
         index["error"] = _failure_message(result)
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Make SIGINT and SIGTERM stop the whole job. While a run executes, Dagster takes both
+    signals and ends that run as interrupted (see _interrupted); without this, the loop went on
+    to the next source. Between runs, this handler raises at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def stop(signum, _frame):
+        raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _interrupted(result) -> bool:
+    return any(
+        event.event_type == DagsterEventType.RUN_FAILURE
+        and getattr(event.event_specific_data, "error", None) is not None
+        and event.event_specific_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.all_events
+    )
 
 
 def _stage_seconds(instance: DagsterInstance, run_id: str) -> dict[str, float]:

@@ -451,3 +451,34 @@ def wait_for_blocked_build(conn, process) -> tuple[str, int]:
             return building[0], waiting[0]
         assert time.monotonic() < deadline, "the build never reached the embedding cache"
         time.sleep(0.1)
+
+
+def test_sigterm_stops_lectio_run_before_the_index(home):
+    """Dagster turns SIGTERM into a failed run; the main job used to go on to the next source."""
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+        versions_before = len(store.list_versions(conn))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lectio.cli", "run", "--sources", str(home.sources("sigterm"))],
+        cwd=PROJECT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    output = []
+    try:
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("[1/2]"):
+                process.send_signal(signal.SIGTERM)
+                break
+        output.extend(process.stdout)  # to the end: the process must exit on its own
+        assert process.wait(120) == 130, "".join(output)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = "".join(output)
+    assert "lectio run: interrupted" in text
+    assert "index:" not in text  # no index build started
+    with home.connect() as conn:
+        assert store.live_version(conn) == live_before
+        assert len(store.list_versions(conn)) == versions_before
