@@ -67,9 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--index", help="index version (default: the live one)")
     evaluate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
 
-    index = command("index", _index, "list index versions, switch or roll back the live one")
-    index.add_argument("action", choices=["list", "switch", "rollback"])
+    index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
+    index.add_argument("action", choices=["list", "switch", "rollback", "prune"])
     index.add_argument("version", nargs="?")
+    index.add_argument("--keep", type=int, default=3,
+                       help="prune: other versions kept besides the live one and the rollback target (default 3)")
 
     migrate = command("migrate", _migrate, "build a candidate index beside the live one, gate it on "
                       "labelled queries, switch it in only if it is no worse")
@@ -211,13 +213,26 @@ def _index(args) -> int:
                 print("no previous version to roll back to", file=sys.stderr)
                 return 1
             store.switch_live(conn, previous[0])
+        elif args.action == "prune":
+            from lectio.migration import retain
+
+            try:
+                with store.migration_lock(conn):  # never drop a candidate a migration is about to gate
+                    dropped = retain(conn, args.keep)
+            except (ValueError, store.MigrationRunning) as exc:
+                print(f"lectio index prune: {exc}", file=sys.stderr)
+                return 2
+            if not args.json:
+                print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
         versions = store.list_versions(conn)
+    pruned = {"dropped": dropped} if args.action == "prune" else {}
     payload = {
         "versions": [
             {"version": v.version, "ruleset": v.ruleset, "rows": v.rows, "metrics": v.metrics,
              "live": v.live, "status": v.status, "sources": v.sources}
             for v in versions
-        ]
+        ],
+        **pruned,
     }
     text = "\n".join(
         f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}"
@@ -242,6 +257,7 @@ def _metrics_line(metrics: dict) -> str:
 
 def _migrate(args) -> int:
     from lectio.migration import DEFAULT_TOLERANCES, GateResult, describe
+    from lectio.store import MigrationRunning
     from pipelines.main_job import Interrupted
     from pipelines.migration import run_migration
 
@@ -267,7 +283,7 @@ def _migrate(args) -> int:
     try:
         report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
                                k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
-    except (ValueError, OSError) as exc:  # a bad query set or tolerance, before anything is built
+    except (ValueError, OSError, MigrationRunning) as exc:  # before anything is built
         print(f"lectio migrate: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:

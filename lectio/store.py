@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -215,6 +216,26 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
 
 # First key of the advisory lock a build holds on its version number (the second key).
 _BUILD_LOCK = 4243
+# Key of the advisory lock a migration holds from its build to its switch.
+_MIGRATION_LOCK = 4244
+
+
+class MigrationRunning(RuntimeError):
+    pass
+
+
+@contextmanager
+def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
+    """One migration at a time, held on a connection of its own for the migration's whole life.
+    Two at once would each be gated against the same live index, and the later switch would
+    replace the earlier without ever being compared with it. A killed migration's lock ends with
+    its session."""
+    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,)).fetchone()[0]:
+        raise MigrationRunning("another migration is running on this database; try again when it has finished")
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
 
 
 def previous_version(conn: psycopg.Connection) -> str | None:

@@ -301,6 +301,12 @@ def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:
     )
 
 
+def failed_by_blocking_checks(context: RunFailureSensorContext) -> bool:
+    """A blocking check that fails also fails its run: one problem, which should alert once."""
+    errors = [e.step_failure_data.error if e.step_failure_data else None for e in context.get_step_failure_events()]
+    return bool(errors) and all(error is not None and error.cls_name == "DagsterAssetCheckFailedError" for error in errors)
+
+
 def _failed_runs_sensor():
     # Every code location: `lectio run` executes its runs in process, without a code-location
     # origin, and those failures must alert too.
@@ -312,6 +318,8 @@ def _failed_runs_sensor():
         description="Sends an alert for every failed run, naming the source and the failing step.",
     )
     def alert_on_failed_runs(context: RunFailureSensorContext):
+        if failed_by_blocking_checks(context):
+            return  # alert_on_failed_checks reports it, with the check's own details
         _deliver([run_alert(context, load_settings().ui_url)], context.log.info)
 
     return alert_on_failed_runs

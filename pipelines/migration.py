@@ -35,6 +35,7 @@ from dagster import (
 )
 
 from lectio import migration, store
+from lectio.database import ensure_database
 from lectio.evaluation import METRICS
 from lectio.settings import Settings
 from resources import LectioResource
@@ -228,14 +229,21 @@ def run_migration(settings: Settings, query_sets: list[str] | None = None, toler
                   keep: int = migration.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
                   echo: Callable[[str], None] = print) -> MigrationReport:
     """Build the candidate beside the live index (the main job, without switching), then run
-    the gate job on it. The live index answers throughout; only the gate's switch changes it."""
+    the gate job on it. The live index answers throughout; only the gate's switch changes it.
+    Raises store.MigrationRunning while another migration holds the database."""
+    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
+    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
+    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
+    with ensure_database(settings).connect() as conn, store.migration_lock(conn):
+        return _migrate(settings, paths, tolerances, keep, k, mode, echo)
+
+
+def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float], keep: int, k: int, mode: str,
+             echo: Callable[[str], None]) -> MigrationReport:
     from pipelines.definitions import build_definitions
     from pipelines.main_job import _QUIET, _failure_message, run_main
 
     started = time.monotonic()
-    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
-    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
-    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
     build = run_main(settings, echo=echo, switch_live=False)
     index = build.index
     candidate = index.get("version") if index.get("ok") else None

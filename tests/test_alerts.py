@@ -162,6 +162,30 @@ def test_passing_checks_send_nothing(instance, channels_env, webhook, smtp, sett
     assert webhook.received == [] and smtp.messages == []  # … and sent nothing
 
 
+@asset(partitions_def=sources, check_specs=[AssetCheckSpec("acl_present", asset="shelf", blocking=True)])
+def shelf(context):
+    return MaterializeResult(check_results=[AssetCheckResult(passed=False, description="a chunk has no ACL")])
+
+
+@asset(partitions_def=sources, deps=[shelf])
+def shelf_index(context):
+    return None
+
+
+def test_a_blocking_check_alerts_once_not_again_for_its_run(instance, channels_env, webhook, smtp, settings):
+    defs = build_definitions(settings.sources_file)
+    checks, runs = defs.resolve_sensor_def("alert_on_failed_checks"), defs.resolve_sensor_def("alert_on_failed_runs")
+    check_start = _tick(checks, instance, None).cursor
+    run_start = runs.evaluate_tick(build_sensor_context(instance=instance, definitions=defs)).cursor
+    result = materialize([shelf, shelf_index], partition_key="bad-source", instance=instance, raise_on_error=False)
+    assert not result.success  # the blocking check failed the run and kept shelf_index from running
+
+    _tick(checks, instance, check_start)
+    runs.evaluate_tick(build_sensor_context(instance=instance, cursor=run_start, definitions=defs))
+    posts = [p["alert"] for p in webhook.received if p["alert"]["run_id"] == result.run_id]
+    assert [(a["kind"], a["check"]) for a in posts] == [("check_failed", "acl_present")]
+
+
 def test_a_failing_channel_does_not_stop_the_others_and_is_retried(conn, webhook, tmp_path):
     alert = Alert(kind="check_failed", message="acl missing", run_id="run-retry", asset="chunks",
                   check="permission_tags", partition="web")

@@ -482,3 +482,31 @@ def test_sigterm_stops_lectio_run_before_the_index(home):
     with home.connect() as conn:
         assert store.live_version(conn) == live_before
         assert len(store.list_versions(conn)) == versions_before
+
+
+def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
+    sources = home.sources("second", ", rules: {paragraph_context_sentences: 0}")
+    with home.connect() as conn, home.connect() as first:
+        versions_before = len(store.list_versions(conn))
+        with store.migration_lock(first):  # a migration in progress
+            capsys.readouterr()
+            code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES)])
+            assert code == 2
+            assert "another migration is running" in capsys.readouterr().err
+        assert len(store.list_versions(conn)) == versions_before
+
+
+def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, capsys):
+    with home.connect() as conn, home.connect() as migrating:
+        with store.migration_lock(migrating):
+            capsys.readouterr()
+            assert cli(["index", "prune", "--keep", "0"]) == 2
+            assert "another migration is running" in capsys.readouterr().err
+        before = {v.version for v in store.list_versions(conn)}
+        live, previous = store.live_version(conn), store.previous_version(conn)
+        capsys.readouterr()
+        assert cli(["index", "prune", "--keep", "0", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        remaining = {v["version"] for v in out["versions"]}
+        assert remaining == {live, previous} - {None}
+        assert set(out["dropped"]) == before - remaining
