@@ -67,6 +67,10 @@ class SearchConfig:
     # scripture hit's fused score is multiplied by 1 + weight * ln(1 + citations of its most cited
     # verse) (lectio.prominence). Hybrid mode only, so vector and lexical stay plain baselines.
     prominence_weight: float = 0.1
+    # One prolific commentary (Spurgeon's 21,700 passages on the Psalms) can fill a first page:
+    # past this many hits from one non-scripture source, its further hits follow all the others.
+    # Hybrid mode, and only when no kind is asked for; None turns it off.
+    per_source: int | None = 2
     # Maximal marginal relevance (seed 003: a crowded theme returns near-duplicate verses): each
     # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
     # taken. None keeps the ranking as fused.
@@ -395,13 +399,16 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
     ranked = _ranked(conn, table_name, query, filters, config, embedder)
     if config.return_parents:
         ranked = _parents_of(conn, table_name, ranked)
-    # More than k hits are read when collapsing may drop some or MMR chooses among them.
-    reranked = config.collapse_covered or config.mmr_lambda is not None
+    # More than k hits are read when collapsing may drop some, spreading may move some back, or
+    # MMR chooses among them.
+    reranked = config.collapse_covered or config.per_source is not None or config.mmr_lambda is not None
     pool = ranked[: k * 4 if reranked else k]
     scores = dict(pool)
     hits = [(row, scores[row[0]]) for row in _rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
     if config.collapse_covered:
         hits = _collapse_covered(hits)
+    if config.per_source is not None and config.mode == "hybrid" and filters.given.kind is None:
+        hits = _spread_sources(hits, config.per_source)
     if config.mmr_lambda is not None:
         hits = _mmr(conn, table_name, hits, k, config.mmr_lambda)
     hits = hits[:k]
@@ -577,6 +584,21 @@ def _collapse_covered(hits: list[tuple[tuple, float]]) -> list[tuple[tuple, floa
         covered |= keys
         kept.append((row, score))
     return kept
+
+
+def _spread_sources(hits: list[tuple[tuple, float]], per_source: int) -> list[tuple[tuple, float]]:
+    """Keep the order, but move each non-scripture source's hits past its first `per_source` to
+    the end (still in order): scripture's translations are never capped."""
+    source_at, kind_at = _COLUMNS.index("source_id"), _COLUMNS.index("kind")
+    taken: dict[str, int] = {}
+    first, later = [], []
+    for row, score in hits:
+        if row[kind_at] == "scripture":
+            first.append((row, score))
+            continue
+        taken[row[source_at]] = taken.get(row[source_at], 0) + 1
+        (first if taken[row[source_at]] <= per_source else later).append((row, score))
+    return first + later
 
 
 def _parents_of(conn, table_name, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

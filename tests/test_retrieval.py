@@ -191,6 +191,32 @@ def test_often_cited_passages_rise_among_close_hits(conn, small_index):
     assert notes == [r.chunk_id for r in weighed if r.source_id == "study-notes"]
 
 
+def _beyond_cap(results, cap=2):
+    """Positions of each non-scripture source's hits past its first `cap`."""
+    seen: dict[str, int] = {}
+    beyond = []
+    for position, r in enumerate(results):
+        if r.kind != "scripture":
+            seen[r.source_id] = seen.get(r.source_id, 0) + 1
+            if seen[r.source_id] > cap:
+                beyond.append(position)
+    return beyond
+
+
+def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
+    query = "the shepherd"
+    plain = find(conn, small_index, query, config=SearchConfig(per_source=None)).results
+    spread = find(conn, small_index, query).results
+    late = _beyond_cap(plain)
+    assert late and late[0] < len(plain) - len(late)  # without the cap, a third note comes early
+    moved = _beyond_cap(spread)
+    assert moved == list(range(len(spread) - len(moved), len(spread)))  # with it, extras come last
+    # Asking for one kind is asking for that kind's best, in order.
+    notes = find(conn, small_index, query, kind="notes").results
+    assert [r.chunk_id for r in notes] == [
+        r.chunk_id for r in find(conn, small_index, query, kind="notes", config=SearchConfig(per_source=None)).results]
+
+
 # ---------------------------------------------------------------- word studies
 
 
