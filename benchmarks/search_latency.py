@@ -4,7 +4,8 @@ Baseline, measured in the same run: the same vector query with index scans disab
 (`enable_indexscan = off`), i.e. an exact scan of every row. Reported: p50/p95 latency of
 hybrid search (end to end, query embedding included), of the HNSW vector step and of the exact
 scan, the exact/HNSW latency ratio, and HNSW recall@20 = share of the exact top 20 that the
-HNSW scan also returns, at the configured ef_search.
+HNSW scan also returns, at the configured ef_search; and the same at the number of candidates
+the vector side of hybrid search takes (100).
 
     LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--ef 100]
 """
@@ -38,10 +39,14 @@ def top_ids(conn, table: str, vector, k: int, exact: bool, ef: int) -> tuple[lis
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")
         started = time.perf_counter()
+        # prepare=False: psycopg prepares a statement run five times, and PostgreSQL then reuses
+        # one plan for it; the plan made for the exact scan (index scans off) would then serve
+        # the HNSW runs too, and both would measure an exact scan.
         rows = conn.execute(
             sql.SQL("SELECT chunk_id FROM {} WHERE acl && %s ORDER BY embedding <=> %s LIMIT %s").format(
                 sql.Identifier(table)),
             [["public"], vector, k],
+            prepare=False,
         ).fetchall()
         return [r[0] for r in rows], time.perf_counter() - started
 
@@ -66,7 +71,8 @@ def main() -> None:
         store.ensure_schema(conn)
         version = store.get_version(conn, store.live_version(conn))
         search(conn, queries[0], k=args.k, embedder=embedder)  # warm caches
-        hybrid, hnsw, exact, recalls = [], [], [], []
+        hybrid, hnsw, exact, recalls, candidate_recalls = [], [], [], [], []
+        candidates = SearchConfig().candidates
         for query, vector in zip(queries, vectors):
             started = time.perf_counter()
             search(conn, query, k=args.k, embedder=embedder)
@@ -76,6 +82,10 @@ def main() -> None:
             hnsw.append(t_hnsw)
             exact.append(t_exact)
             recalls.append(len(set(approx_ids) & set(exact_ids)) / len(exact_ids))
+            # The vector side of hybrid search takes `candidates` rows, not k.
+            wide_approx, _ = top_ids(conn, version.table_name, vector, candidates, False, max(args.ef, candidates))
+            wide_exact, _ = top_ids(conn, version.table_name, vector, candidates, True, args.ef)
+            candidate_recalls.append(len(set(wide_approx) & set(wide_exact)) / len(wide_exact))
     ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
     print(json.dumps({
         "index_version": version.version,
@@ -88,6 +98,9 @@ def main() -> None:
         "exact_ms_p50": ms(exact, 50), "exact_ms_p95": ms(exact, 95),
         "exact_over_hnsw_p50": round(statistics.median(exact) / statistics.median(hnsw), 1),
         "hnsw_recall_at_k": round(statistics.mean(recalls), 4),
+        "candidates": candidates,
+        "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
+        "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
     }, indent=2))
 
 
