@@ -15,27 +15,28 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
-from lectio.xrefs import cited_verses
+from lectio.xrefs import citations_by_chunk
 
 
 def table_name(chunk_table: str) -> str:
     return chunk_table.replace("chunks_", "citations_", 1)
 
 
-def citations(chunks: pd.DataFrame) -> Counter:
-    """verse → how many public non-scripture chunks cite it."""
+def citations(chunks: pd.DataFrame, cited: pd.Series | None = None) -> Counter:
+    """verse → how many public non-scripture chunks cite it. `cited` is
+    xrefs.citations_by_chunk's answer for the frame, when the caller has it already."""
+    cited = citations_by_chunk(chunks) if cited is None else cited
     counted: Counter = Counter()
-    citing = chunks[~chunks["kind"].isin(["scripture", "lexicon"]) & chunks["acl"].map(lambda acl: "public" in acl)]
-    for text, metadata in zip(citing["text"], citing["metadata"]):
-        counted.update(cited_verses(text, metadata))
+    for verses in cited[chunks["acl"].map(lambda acl: "public" in acl).to_numpy()]:
+        counted.update(verses)
     return counted
 
 
-def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame) -> int:
+def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, cited: pd.Series | None = None) -> int:
     """Create the version's citation counts beside its chunk table."""
     table = sql.Identifier(table_name(chunk_table))
     conn.execute(sql.SQL("CREATE TABLE {} (ref text PRIMARY KEY, chunks int NOT NULL)").format(table))
-    counted = citations(chunks)
+    counted = citations(chunks, cited)
     with conn.cursor().copy(sql.SQL("COPY {} (ref, chunks) FROM STDIN").format(table)) as copy:
         for ref, count in counted.items():
             copy.write_row((ref, count))

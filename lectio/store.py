@@ -410,8 +410,9 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
             lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
-    xrefs.build(conn, table, chunks)
-    prominence.build(conn, table, chunks)
+    cited = xrefs.citations_by_chunk(chunks)
+    xrefs.build(conn, table, chunks, cited)
+    prominence.build(conn, table, chunks, cited)
     _protect(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted

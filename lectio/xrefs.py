@@ -37,14 +37,29 @@ def cited_verses(text: str, metadata: dict | None) -> set[str]:
     return cited
 
 
-def edges(chunks: pd.DataFrame) -> Counter:
-    """(from_ref, to_ref, acl) → how many chunks make the link."""
+def citations_by_chunk(chunks: pd.DataFrame) -> pd.Series:
+    """cited_verses of every chunk, in the frame's order; scripture and dictionary entries cite
+    nothing. Parsing the references is the costly part of an index build's companion tables, so
+    the graph and the citation counts (lectio.prominence) share one pass."""
+    citing = ~chunks["kind"].isin(["scripture", "lexicon"])
+    return pd.Series(
+        [cited_verses(text, metadata) if cites else set()
+         for cites, text, metadata in zip(citing, chunks["text"], chunks["metadata"])],
+        index=chunks.index, dtype=object,
+    )
+
+
+def edges(chunks: pd.DataFrame, cited: pd.Series | None = None) -> Counter:
+    """(from_ref, to_ref, acl) → how many chunks make the link. `cited` is citations_by_chunk's
+    answer for the frame, when the caller has it already."""
+    cited = citations_by_chunk(chunks) if cited is None else cited
     found: Counter = Counter()
-    linking = chunks[(chunks["kind"] != "scripture") & chunks["refs"].map(lambda r: 0 < len(r) <= MAX_LINKED_VERSES)]
-    for refs, text, metadata, acl in zip(linking["refs"], linking["text"], linking["metadata"], linking["acl"]):
+    linking = ((chunks["kind"] != "scripture") & chunks["refs"].map(lambda r: 0 < len(r) <= MAX_LINKED_VERSES)).to_numpy()
+    for refs, metadata, acl, targets in zip(chunks["refs"][linking], chunks["metadata"][linking],
+                                             chunks["acl"][linking], cited[linking]):
         if (metadata or {}).get("scope") == "book":
             continue  # a book's introduction surveys the whole book; its citations are no links of one verse
-        targets = cited_verses(text, metadata) - set(refs)
+        targets = targets - set(refs)
         acl = tuple(sorted(acl))
         for source in refs:
             for target in targets:
@@ -59,13 +74,13 @@ def _span(ref_range) -> int:
     return end.verse - start.verse + 1
 
 
-def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame) -> int:
+def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, cited: pd.Series | None = None) -> int:
     """Create the version's edge table beside its chunk table; store.py protects both with the
     same row-level rule."""
     table = sql.Identifier(table_name(chunk_table))
     conn.execute(sql.SQL("CREATE TABLE {} (from_ref text NOT NULL, to_ref text NOT NULL, weight int NOT NULL, "
                          "acl text[] NOT NULL)").format(table))
-    found = edges(chunks)
+    found = edges(chunks, cited)
     with conn.cursor().copy(sql.SQL("COPY {} (from_ref, to_ref, weight, acl) FROM STDIN").format(table)) as copy:
         for (source, target, acl), weight in found.items():
             copy.write_row((source, target, weight, list(acl)))
