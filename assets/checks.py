@@ -1,4 +1,4 @@
-"""Data-quality asset checks (issue 5): thin Dagster wrappers over lectio.quality.
+"""Data-quality asset checks (issue 5): thin Dagster wrappers over lectio.quality.checks.
 
 Partitioned checks. `chunks` and `embeddings` are partitioned by source, and a check that
 only saw "the asset" would either load every source or judge the wrong one. Dagster 1.13 lets
@@ -14,7 +14,7 @@ ERROR severity in an ingest run, Dagster does not run `embeddings` for that sour
 fails and `lectio run` reports the source as failed. The index does not rely on that alone (a
 stale embedding output of an earlier run could still be picked up, or chunks could change
 after their check): `search_index` runs the same blocking checks again in the domain
-(lectio.indexing.build_index), keeps a failing source out, and never replaces the live index
+(lectio.index.build.build_index), keeps a failing source out, and never replaces the live index
 in that run. The chunk-count drop is non-blocking with WARN severity: an alert, not a stop.
 """
 
@@ -35,7 +35,7 @@ from dagster import (
     multi_asset_check,
 )
 
-from lectio import quality
+from lectio.quality import checks as quality
 from lectio.sources import SourceError, load_source
 from resources import LectioResource
 

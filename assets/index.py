@@ -6,12 +6,12 @@ import base64
 import pandas as pd
 from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, PartitionsDefinition, asset
 
-from lectio.distribution import histogram_png, size_distribution
-from lectio.indexing import build_index
+from lectio.quality.distribution import histogram_png, size_distribution
+from lectio.index.build import build_index
 from resources import LectioResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
-# whole index; the index then refuses to replace the live version (see lectio.indexing).
+# whole index; the index then refuses to replace the live version (see lectio.index.build).
 _ALL_AVAILABLE = AssetIn(metadata={"allow_missing_partitions": True})
 
 

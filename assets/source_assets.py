@@ -5,9 +5,9 @@ import hashlib
 
 from dagster import AssetExecutionContext, PartitionsDefinition, asset
 
-from lectio import ingest
-from lectio.chunk import chunks_frame
-from lectio.embedding import embed_chunks
+from lectio.rulesets import registry as ingest
+from lectio.rulesets.chunk import chunks_frame
+from lectio.embedding.cache import embed_chunks
 from resources import LectioResource
 
 # Chunk assets are versioned by their rules, so Dagster marks them stale when a rule changes.

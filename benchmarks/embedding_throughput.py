@@ -19,11 +19,12 @@ import time
 
 import torch
 
-from lectio import scripture, store
-from lectio.chunk import chunks_frame
-from lectio.database import ensure_database
-from lectio.embedding import embed_chunks
-from lectio.model import Embedder, _sentence_transformer, count_tokens, MAX_TEXT_TOKENS
+from lectio.rulesets import scripture
+from lectio.index import store
+from lectio.rulesets.chunk import chunks_frame
+from lectio.index.database import ensure_database
+from lectio.embedding.cache import embed_chunks
+from lectio.embedding.model import Embedder, _sentence_transformer, count_tokens, MAX_TEXT_TOKENS
 from lectio.settings import load_settings
 from lectio.sources import Source
 

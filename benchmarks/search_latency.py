@@ -19,12 +19,12 @@ import time
 
 from psycopg import sql
 
-from lectio import store
-from lectio.database import ensure_database
-from lectio.model import Embedder
-from lectio.querysets import load_queries
-from lectio.refs import UnknownReference, parse_reference
-from lectio.search import SearchConfig, search
+from lectio.index import store
+from lectio.index.database import ensure_database
+from lectio.embedding.model import Embedder
+from lectio.evaluation.querysets import load_queries
+from lectio.bible.refs import UnknownReference, parse_reference
+from lectio.retrieval.search import SearchConfig, search
 from lectio.settings import load_settings
 
 

@@ -6,7 +6,7 @@ How they fit together (docs/operations.md tells the operator's side):
   batch id. Re-embedding only what is missing or stale is not this schedule's doing: the
   embeddings asset goes through the cache keyed by (content hash, model id), so an unchanged
   source embeds nothing and a changed text or model re-embeds just those chunks.
-- `source_changes` fingerprints every source (lectio.changes) and requests `ingest_source` runs
+- `source_changes` fingerprints every source (lectio.readers.changes) and requests `ingest_source` runs
   for exactly the sources whose fingerprint moved, again tagged as one batch.
 - `index_after_batch` waits until every run of a batch has finished, then requests one
   `build_index` run, told which sources of the batch failed (so it never switches a partial
@@ -44,15 +44,13 @@ from dagster import (
 )
 
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
-from lectio.changes import source_fingerprints
-from lectio.database import ensure_database
+from lectio.readers.changes import source_fingerprints
+from lectio.index.database import ensure_database
 from lectio.settings import load_settings
+from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, STAGE_TAG
 from resources import LectioResource
 
 NIGHTLY_CRON = "0 2 * * *"
-BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
-BATCH_SIZE_TAG = "lectio/batch_size"
-STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those to one at a time)
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
 CHECK_EVENTS_PER_TICK = 500
@@ -60,17 +58,9 @@ CHECK_EVENTS_PER_TICK = 500
 log = logging.getLogger(__name__)
 
 
-def _job_names():
-    # Imported here: pipelines.definitions imports this module before it defines the names.
-    from pipelines.definitions import INDEX_JOB, INGEST_JOB
-
-    return INGEST_JOB, INDEX_JOB
-
-
 def _source_partitions(context) -> list[str]:
     """The partitions of the loaded code location (the sources file as it was at load time)."""
-    ingest, _ = _job_names()
-    return list(context.repository_def.get_job(ingest).partitions_def.get_partition_keys())
+    return list(context.repository_def.get_job(INGEST_JOB).partitions_def.get_partition_keys())
 
 
 def _batch_tags(batch: str, size: int) -> dict[str, str]:
@@ -81,13 +71,12 @@ def _batch_tags(batch: str, size: int) -> dict[str, str]:
 
 
 def build_schedules(jobs: dict) -> list:
-    ingest, _ = _job_names()
 
     @schedule(
         name="nightly_reembed",
         cron_schedule=NIGHTLY_CRON,
         execution_timezone="UTC",
-        job=jobs[ingest],
+        job=jobs[INGEST_JOB],
         default_status=DefaultScheduleStatus.STOPPED,
         description="Every source through ingest (only missing or stale embeddings are computed); "
         "index_after_batch then builds the index.",
@@ -107,10 +96,9 @@ def build_schedules(jobs: dict) -> list:
 
 
 def build_sensors(jobs: dict) -> list:
-    ingest, index = _job_names()
     return [
-        _source_change_sensor(jobs[ingest]),
-        _index_after_batch_sensor(jobs[index]),
+        _source_change_sensor(jobs[INGEST_JOB]),
+        _index_after_batch_sensor(jobs[INDEX_JOB]),
         _failed_checks_sensor(),
         _failed_runs_sensor(),
     ]

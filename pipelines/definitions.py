@@ -12,10 +12,8 @@ from lectio.settings import load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
 from pipelines.migration import build_migration_assets, build_migration_jobs
+from pipelines.jobs import INDEX_JOB, INGEST_JOB, STAGE_TAG
 from resources import LectioResource
-
-INGEST_JOB = "ingest_source"
-INDEX_JOB = "build_index"
 
 
 def build_definitions(sources_file: Path | None = None) -> Definitions:
@@ -29,7 +27,7 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
         INGEST_JOB: define_asset_job(INGEST_JOB, selection=source_assets,
                                      description="Read, parse, chunk and embed one source (a partition)."),
         # Tagged so the run queue (dagster.yaml) builds one index at a time, however it was launched.
-        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={"lectio/stage": "index"},
+        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={STAGE_TAG: "index"},
                                     description="Size distribution and a new index version from every source."),
     }
     jobs.update({job.name: job for job in build_migration_jobs(migration_assets)})

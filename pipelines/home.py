@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from lectio.database import Database
+from lectio.index.database import Database
 from lectio.settings import PROJECT_ROOT, Settings
 
 

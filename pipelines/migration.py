@@ -1,4 +1,4 @@
-"""The index migration in Dagster (issues 4 and 6): thin wrappers over lectio.migration.
+"""The index migration in Dagster (issues 4 and 6): thin wrappers over lectio.evaluation.gate.
 
 Lineage: … → search_index → index_evaluation → live_index.
 
@@ -15,9 +15,6 @@ candidate beside the live version, evaluate, gate) and `gate_candidate` (evaluat
 version already built; `lectio migrate` runs it after building the candidate with run_main).
 """
 
-import time
-from dataclasses import dataclass
-from typing import Callable
 
 from dagster import (
     AssetCheckResult,
@@ -26,7 +23,6 @@ from dagster import (
     AssetExecutionContext,
     AssetSelection,
     Config,
-    DagsterInstance,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -34,14 +30,12 @@ from dagster import (
     define_asset_job,
 )
 
-from lectio import migration, store
-from lectio.database import ensure_database
-from lectio.evaluation import METRICS
-from lectio.settings import Settings
+from lectio.evaluation import gate as migration
+from lectio.index import store
+from lectio.evaluation.metrics import METRICS
+from pipelines.jobs import GATE_JOB, MIGRATE_JOB
 from resources import LectioResource
 
-MIGRATE_JOB = "migrate_index"
-GATE_JOB = "gate_candidate"
 GATE_CHECK = "recall_gate"
 # Short column names for the side-by-side table in the UI.
 _SHORT = {"recall@5": "R@5", "recall@10": "R@10", "recall@20": "R@20", "precision@5": "P@5", "mrr": "MRR",
@@ -200,78 +194,3 @@ def _scores_of(version, reports) -> dict[str, dict]:
     if version.version in reports:
         return {name: report["overall"] for name, report in reports[version.version].items()}
     return (version.metrics or {}).get("evaluation", {}).get("query_sets", {})
-
-
-# ---------------------------------------------------------------- `lectio migrate`
-
-
-@dataclass
-class MigrationReport:
-    ok: bool
-    reason: str
-    candidate: str | None
-    build: dict  # the main run's report (sources, index), as `lectio run --json` prints it
-    gate: dict | None  # lectio.migration.GateResult.to_json(), when the gate ran
-    seconds: float
-
-    @property
-    def embeddings(self) -> dict[str, int]:
-        embedded = sum(s["facts"].get("embeddings", {}).get("embedded", 0) for s in self.build["sources"])
-        reused = sum(s["facts"].get("embeddings", {}).get("reused_from_cache", 0) for s in self.build["sources"])
-        return {"embedded": embedded, "reused": reused}
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "reason": self.reason, "candidate": self.candidate, "seconds": round(self.seconds, 1),
-                "embeddings": self.embeddings, "gate": self.gate, "build": self.build}
-
-
-def run_migration(settings: Settings, query_sets: list[str] | None = None, tolerances: dict[str, float] | None = None,
-                  keep: int = migration.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
-                  echo: Callable[[str], None] = print) -> MigrationReport:
-    """Build the candidate beside the live index (the main job, without switching), then run
-    the gate job on it. The live index answers throughout; only the gate's switch changes it.
-    Raises store.MigrationRunning while another migration holds the database."""
-    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
-    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
-    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
-    with ensure_database(settings).connect() as conn, store.migration_lock(conn):
-        return _migrate(settings, paths, tolerances, keep, k, mode, echo)
-
-
-def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float], keep: int, k: int, mode: str,
-             echo: Callable[[str], None]) -> MigrationReport:
-    from pipelines.definitions import build_definitions
-    from pipelines.main_job import _QUIET, _failure_message, run_main
-
-    started = time.monotonic()
-    build = run_main(settings, echo=echo, switch_live=False)
-    index = build.index
-    candidate = index.get("version") if index.get("ok") else None
-
-    def done(ok, reason, gate=None):
-        return MigrationReport(ok, reason, candidate, build.to_json(), gate, time.monotonic() - started)
-
-    # A candidate missing a source (it failed, or its chunks failed a blocking quality check)
-    # holds the other sources' new chunks but is not the migration that was asked for.
-    problems = [f"{o.source_id}: {o.error}" for o in build.failed]
-    if not index.get("ok"):
-        problems.append(f"the index build failed: {index.get('error')}")
-    if index.get("quality_failures") not in (None, "none"):
-        problems.append(f"blocking quality checks failed: {index['quality_failures']}")
-    if problems:
-        return done(False, "candidate not gated: " + "; ".join(problems))
-
-    echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
-    defs = build_definitions(settings.sources_file)
-    result = defs.resolve_job_def(GATE_JOB).execute_in_process(
-        run_config={**_QUIET, "ops": {
-            "index_evaluation": {"config": {"query_sets": paths, "k": k, "mode": mode, "candidate": candidate}},
-            "live_index": {"config": {"tolerances": tolerances, "keep": keep}},
-        }},
-        instance=DagsterInstance.get(),
-        raise_on_error=False,
-    )
-    if not result.success:
-        return done(False, f"the gate failed: {_failure_message(result)}")
-    gate = result.output_for_node("live_index")
-    return done(gate["passed"], gate["reason"], gate)

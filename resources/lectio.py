@@ -5,9 +5,9 @@ from pathlib import Path
 import psycopg
 from dagster import ConfigurableResource
 
-from lectio import store
-from lectio.database import ensure_database
-from lectio.model import Embedder
+from lectio.index import store
+from lectio.index.database import ensure_database
+from lectio.embedding.model import Embedder
 from lectio.settings import Settings, load_settings
 
 

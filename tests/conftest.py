@@ -36,7 +36,7 @@ def lectio_env(tmp_path_factory, fixture_sources):
     os.environ["LECTIO_SOURCES"] = str(fixture_sources)
     os.environ.pop("DATABASE_URL", None)
     yield home
-    from lectio.database import stop_embedded
+    from lectio.index.database import stop_embedded
     from lectio.settings import load_settings
 
     stop_embedded(load_settings())
@@ -57,14 +57,14 @@ def settings(lectio_env):
 
 @pytest.fixture(scope="session")
 def database(settings):
-    from lectio.database import ensure_database
+    from lectio.index.database import ensure_database
 
     return ensure_database(settings)
 
 
 @pytest.fixture()
 def conn(database):
-    from lectio import store
+    from lectio.index import store
 
     with database.connect() as connection:
         store.ensure_schema(connection)
@@ -74,6 +74,6 @@ def conn(database):
 @pytest.fixture(scope="session")
 def main_run(settings):
     """The main job (`lectio run`) over the fixture corpus, once per session."""
-    from pipelines.main_job import run_main
+    from pipelines.runners import run_main
 
     return run_main(settings, echo=lambda _: None)

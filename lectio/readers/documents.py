@@ -1,5 +1,5 @@
 """Ordinary documents in markdown, plain text or HTML, lexed into the same blocks of the
-document model (`lectio.document_model`): headings, paragraphs, lists and tables. Markdown's
+document model (`lectio.readers.document_model`): headings, paragraphs, lists and tables. Markdown's
 front matter and HTML's <title> are returned beside the blocks, for the model to take the
 document's title and metadata from.
 """
@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import yaml
 
-from lectio.document_model import Heading, ItemList, Paragraph, Table
+from lectio.readers.document_model import Heading, ItemList, Paragraph, Table
 from lectio.sources import Source, SourceError
 
 

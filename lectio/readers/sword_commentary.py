@@ -23,7 +23,7 @@ from pathlib import Path
 from pysword.canons import canons
 from pysword.modules import SwordModules
 
-from lectio.books import Book, book_by_id, find_book
+from lectio.bible.books import Book, book_by_id, find_book
 from lectio.readers.sword_bible import CANON_OSIS, CachedZText, CachedZText4
 
 # Index record sizes: zCom keeps (block, offset, size) as 4+4+2 bytes, zCom4 as 4+4+4.
@@ -322,7 +322,7 @@ def _attach_lists(blocks: list[Block], list_openers: set[int]) -> list[Block]:
 
 # --- osisRef → verse ids -------------------------------------------------------------
 
-# Abbreviations of the SWORD/Online Bible style (Scofield's osisRefs) that lectio.books reads
+# Abbreviations of the SWORD/Online Bible style (Scofield's osisRefs) that lectio.bible.books reads
 # otherwise or not at all: there "jud" is Judges, not Jude.
 _OSIS_BOOK_OVERRIDES = {
     "jud": "judg", "mr": "mark", "lu": "luke", "de": "deut", "joe": "joel",

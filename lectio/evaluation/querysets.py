@@ -1,0 +1,122 @@
+"""Labelled query sets (DESIGN §4): one JSON object per line, validated on load.
+
+A line is ``{"id", "query", "relevant", "expected_top_5", "expected_in_top_10",
+"should_not_appear", "must_include_text", "principals", "filters"}``; only ``query`` is
+required. References are single verse ids ("rom_8_28"); a range is written out verse by verse
+when the set is made, so that recall counts verses and never depends on a range parser.
+
+Validation is strict because a typo in a label silently changes every score built on it:
+unknown fields, refs that name no book or chapter, a ref both wanted and unwanted, and
+repeated ids are all errors naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lectio.bible.refs import Ref
+
+REF_FIELDS = ("relevant", "expected_top_5", "expected_in_top_10", "should_not_appear")
+TEXT_FIELDS = ("must_include_text", "principals")
+FIELDS = ("id", "query", *REF_FIELDS, *TEXT_FIELDS, "filters")
+
+
+@dataclass(frozen=True)
+class Query:
+    query: str
+    id: str
+    relevant: tuple[str, ...] = ()
+    expected_top_5: tuple[str, ...] = ()
+    expected_in_top_10: tuple[str, ...] = ()
+    should_not_appear: tuple[str, ...] = ()
+    must_include_text: tuple[str, ...] = ()
+    principals: tuple[str, ...] = ()
+    filters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def relevant_set(self) -> frozenset[str]:
+        """Every ref a result may be credited for: the union of the three wanted lists."""
+        return frozenset(self.relevant) | frozenset(self.expected_top_5) | frozenset(
+            self.expected_in_top_10
+        )
+
+
+def load_queries(path: Path | str) -> list[Query]:
+    """Every query of a JSONL file, in file order; blank lines are skipped.
+
+    A query without an id gets "<file stem>-<line number>". Raises ValueError naming the file
+    and line for anything malformed.
+    """
+    path = Path(path)
+    queries: list[Query] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                query = _parse(line, default_id=f"{path.stem}-{number}")
+            except ValueError as problem:
+                raise ValueError(f"{path}:{number}: {problem}") from None
+            if query.id in seen:
+                raise ValueError(
+                    f"{path}:{number}: id {query.id!r} already used on line {seen[query.id]}"
+                )
+            seen[query.id] = number
+            queries.append(query)
+    return queries
+
+
+def _parse(line: str, default_id: str) -> Query:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as problem:
+        raise ValueError(f"not valid JSON ({problem.msg} at column {problem.colno})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    unknown = sorted(set(record) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
+
+    text = record.get("query")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('"query" must be a non-empty string')
+    query_id = record.get("id", default_id)
+    if not isinstance(query_id, str) or not query_id.strip():
+        raise ValueError('"id" must be a non-empty string')
+    filters = record.get("filters", {})
+    if not isinstance(filters, dict):
+        raise ValueError('"filters" must be a JSON object')
+
+    values: dict[str, tuple[str, ...]] = {}
+    for name in (*REF_FIELDS, *TEXT_FIELDS):
+        values[name] = _strings(record, name)
+    for name in REF_FIELDS:
+        for ref_id in values[name]:
+            try:
+                ref = Ref.from_id(ref_id)
+            except ValueError as problem:
+                raise ValueError(f'"{name}": {problem}') from None
+            if ref.id != ref_id:  # "rom_08_28" parses but would never match a result
+                raise ValueError(f'"{name}": write {ref_id!r} as {ref.id!r}')
+
+    wanted = set(values["relevant"]) | set(values["expected_top_5"]) | set(
+        values["expected_in_top_10"]
+    )
+    both = sorted(wanted & set(values["should_not_appear"]), key=lambda r: Ref.from_id(r))
+    if both:
+        raise ValueError(f"{', '.join(both)} both relevant and in should_not_appear")
+    return Query(query=text, id=query_id, filters=filters, **values)
+
+
+def _strings(record: dict, name: str) -> tuple[str, ...]:
+    value = record.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f'"{name}" must be a list of non-empty strings')
+    repeated = sorted({v for v in value if value.count(v) > 1})
+    if repeated:
+        raise ValueError(f'"{name}" lists {", ".join(repeated)} more than once')
+    return tuple(value)

@@ -1,0 +1,70 @@
+"""Building an index version from every source's chunks and deciding whether it goes live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import psycopg
+
+from lectio.quality import checks as quality
+from lectio.index import store
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    version: str
+    rows: int
+    reused_existing: bool  # an identical version already existed: nothing was rebuilt
+    live: bool
+    reason: str  # why it is or is not live
+    # Sources kept out because their chunks failed a blocking quality check: what failed, how.
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def build_index(
+    conn: psycopg.Connection,
+    chunks: pd.DataFrame,
+    model_id: str,
+    failed_sources: list[str],
+    switch_live: bool = True,
+    sources_file: Path | None = None,
+    corpus_dir: Path | None = None,
+) -> IndexOutcome:
+    """Build (or find) the version holding exactly these chunks, and switch it in when safe.
+
+    A version is switched in only when every source was indexed, or when nothing is live yet:
+    a run in which some source failed never replaces what users are searching.
+
+    The blocking quality checks run here, before anything is loaded (with `sources_file`, ACLs
+    and table headers are checked against the sources). A source that fails one is treated as a
+    failed source rather than failing the whole build: its chunks stay out of the version, and
+    the rule above keeps the live index as it is, so one bad source neither stops the others
+    from being indexed as a candidate nor reaches users.
+    """
+    rejected = quality.gate(chunks, sources_file, corpus_dir) if not chunks.empty else {}
+    if rejected:
+        chunks = chunks[~chunks["source_id"].isin(rejected)]
+        failed_sources = sorted(set(failed_sources) | set(rejected))
+    if chunks.empty:
+        blocked = f"; blocked by quality checks: {quality.describe(rejected)}" if rejected else ""
+        raise ValueError(f"no chunks to index: every source failed or none is configured{blocked}")
+    fp = store.fingerprint(chunks, model_id)
+    existing = store.find_ready_version(conn, fp)
+    version = existing or store.build_version(conn, chunks, model_id, fp).version
+    current = store.live_version(conn)
+    if not switch_live:
+        live, reason = current == version, f"built as a candidate; {current or 'nothing'} stays live"
+    elif failed_sources and current is not None:
+        live, reason = False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
+    elif current == version:
+        live, reason = True, "unchanged: this version was already live"
+    else:
+        store.switch_live(conn, version)
+        live, reason = True, f"switched live (previous: {current or 'none'})"
+    if rejected:
+        reason += f"; failed quality checks: {quality.describe(rejected)}"
+    rows = store.get_version(conn, version).rows
+    details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
+    return IndexOutcome(version, rows, existing is not None, live, reason, details)

@@ -1,0 +1,429 @@
+"""PostgreSQL storage: index versions (one table each) and the live pointer.
+
+An index version is built completely in its own table before anything points at it; switching
+the live version is a single-row update in one transaction, so a reader never sees a half-built
+index and a failed build leaves the live one as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pandas as pd
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from lectio.index import citations as prominence
+from lectio.index import xrefs
+from lectio.embedding.cache import CACHE_SCHEMA
+from lectio.embedding.model import DIMENSIONS
+
+# Bump when the layout of index tables changes, so an old table is never reused as a new one.
+# 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
+# 5: BM25 document frequencies from public chunks only.
+# 6: how often the corpus cites each verse (lectio.index.citations).
+INDEX_LAYOUT = 6
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 128
+
+_SCHEMA = f"""
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE SEQUENCE IF NOT EXISTS index_version_seq;
+CREATE TABLE IF NOT EXISTS index_versions (
+    version text PRIMARY KEY,
+    table_name text NOT NULL,
+    ruleset text NOT NULL,
+    model_id text NOT NULL,
+    fingerprint text NOT NULL,
+    sources jsonb NOT NULL,
+    rows integer,
+    status text NOT NULL,
+    metrics jsonb NOT NULL DEFAULT '{{}}',
+    build_seconds double precision,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+-- Columns added after the first release: homes created before them get them here.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS avg_doc_lexemes double precision;
+CREATE TABLE IF NOT EXISTS live_index (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version text NOT NULL REFERENCES index_versions (version),
+    previous text REFERENCES index_versions (version),
+    switched_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+# (column, PostgreSQL type, DataFrame column) in COPY order; embedding and tsv are filled in SQL.
+_CHUNK_COLUMNS = [
+    ("chunk_id", "text"),
+    ("source_id", "text"),
+    ("kind", "text"),
+    ("granularity", "text"),
+    ("parent_id", "text"),
+    ("text", "text"),
+    ("header", "text"),
+    ("breadcrumb", "text"),
+    ("tokens", "int4"),
+    ("acl", "text[]"),
+    ("ruleset", "text"),
+    ("content_hash", "text"),
+    ("refs", "text[]"),
+    ("ordinal", "int8"),
+    ("translation", "text"),
+    ("book", "text"),
+    ("chapter", "int4"),
+    ("verse", "int4"),
+    ("testament", "text"),
+    ("genre", "text"),
+    ("title", "text"),
+    ("metadata", "jsonb"),
+]
+
+
+# The role searches run as. It owns nothing and cannot bypass row-level security, so a chunk's
+# ACL is enforced by PostgreSQL whatever SQL reaches it.
+READER_ROLE = "lectio_reader"
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    with conn.transaction():
+        # Several processes may start at once; CREATE EXTENSION IF NOT EXISTS is not race-free.
+        conn.execute("SELECT pg_advisory_xact_lock(4242)")
+        conn.execute(_SCHEMA)
+        conn.execute(CACHE_SCHEMA)
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone():
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
+                    sql.Identifier(READER_ROLE))
+            )
+        conn.execute(sql.SQL("GRANT SELECT ON index_versions, live_index TO {}").format(sql.Identifier(READER_ROLE)))
+    register_vector(conn)
+
+
+def act_as_reader(conn: psycopg.Connection, principals) -> None:
+    """For the rest of the current transaction: the reader role, seeing what `principals` may."""
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(READER_ROLE)))
+    conn.execute("SELECT set_config('lectio.principals', %s, true)", (",".join(principals),))
+
+
+# ---------------------------------------------------------------- index versions
+
+
+@dataclass(frozen=True)
+class IndexVersion:
+    version: str
+    table_name: str
+    ruleset: str
+    model_id: str
+    fingerprint: str
+    sources: list[str]
+    rows: int | None
+    status: str
+    metrics: dict[str, Any]
+    live: bool
+
+
+def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
+    """Identity of an index's content: same chunks, same model, same layout → same index."""
+    digest = hashlib.sha256(f"{INDEX_LAYOUT}|{model_id}".encode())
+    ordered = chunks.sort_values("chunk_id")
+    for row in ordered[["chunk_id", "content_hash", "acl", "ruleset", "parent_id"]].itertuples(index=False):
+        digest.update(json.dumps(list(row), default=list).encode())
+    return digest.hexdigest()
+
+
+def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
+    live = live_version(conn)
+    rows = conn.execute(
+        "SELECT version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics "
+        "FROM index_versions ORDER BY created_at, version"
+    ).fetchall()
+    return [IndexVersion(*row, live=(row[0] == live)) for row in rows]
+
+
+def get_version(conn: psycopg.Connection, version: str) -> IndexVersion | None:
+    return next((v for v in list_versions(conn) if v.version == version), None)
+
+
+def live_version(conn: psycopg.Connection) -> str | None:
+    row = conn.execute("SELECT version FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def find_ready_version(conn: psycopg.Connection, fp: str) -> str | None:
+    row = conn.execute(
+        "SELECT version FROM index_versions WHERE fingerprint = %s AND status = 'ready' "
+        "ORDER BY created_at DESC LIMIT 1",
+        (fp,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def switch_live(conn: psycopg.Connection, version: str) -> None:
+    with conn.transaction():
+        status = conn.execute("SELECT status FROM index_versions WHERE version = %s", (version,)).fetchone()
+        if status is None:
+            raise ValueError(f"no index version {version!r}")
+        if status[0] != "ready":
+            raise ValueError(f"index version {version!r} is {status[0]}, not ready")
+        conn.execute(
+            "INSERT INTO live_index (version) VALUES (%s) ON CONFLICT (singleton) DO UPDATE "
+            "SET previous = live_index.version, version = EXCLUDED.version, switched_at = now() "
+            "WHERE live_index.version IS DISTINCT FROM EXCLUDED.version",
+            (version,),
+        )
+
+
+# First key of the advisory lock a build holds on its version number (the second key).
+_BUILD_LOCK = 4243
+# Key of the advisory lock a migration holds from its build to its switch.
+_MIGRATION_LOCK = 4244
+
+
+class MigrationRunning(RuntimeError):
+    pass
+
+
+@contextmanager
+def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
+    """One migration at a time, held on a connection of its own for the migration's whole life.
+    Two at once would each be gated against the same live index, and the later switch would
+    replace the earlier without ever being compared with it. A killed migration's lock ends with
+    its session."""
+    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,)).fetchone()[0]:
+        raise MigrationRunning("another migration is running on this database; try again when it has finished")
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+
+
+def previous_version(conn: psycopg.Connection) -> str | None:
+    """The rollback target: what was live before the last switch."""
+    row = conn.execute("SELECT previous FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def merge_metrics(conn: psycopg.Connection, version: str, metrics: dict[str, Any]) -> None:
+    """Add or replace top-level keys of a version's metrics (evaluations, gate decisions)."""
+    updated = conn.execute(
+        "UPDATE index_versions SET metrics = metrics || %s::jsonb WHERE version = %s",
+        (json.dumps(metrics, default=str), version),
+    ).rowcount
+    if not updated:
+        raise ValueError(f"no index version {version!r}")
+
+
+def mark_abandoned_builds(conn: psycopg.Connection) -> list[str]:
+    """Mark 'building' versions whose builder is gone (killed mid-build) as 'abandoned'.
+
+    Their tables were never committed, so there is nothing to clean up but the record; a
+    build still running holds its advisory lock and is left alone. Call it on a connection that
+    is not building: advisory locks are re-entrant within one session."""
+    abandoned = []
+    for version, number in conn.execute(
+        "SELECT version, substr(version, 2)::bigint FROM index_versions WHERE status = 'building'"
+    ).fetchall():
+        if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_BUILD_LOCK, number)).fetchone()[0]:
+            try:
+                conn.execute(
+                    "UPDATE index_versions SET status = 'abandoned' WHERE version = %s AND status = 'building'",
+                    (version,),
+                )
+                abandoned.append(version)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILD_LOCK, number))
+    return abandoned
+
+
+def drop_version(conn: psycopg.Connection, version: str) -> None:
+    """Drop a version's chunk and lexicon tables and its record, in one transaction.
+
+    The live version and the rollback target are refused; the live pointer is locked for the
+    transaction so neither can become one of them meanwhile."""
+    with conn.transaction():
+        pointer = conn.execute("SELECT version, previous FROM live_index FOR UPDATE").fetchone()
+        if pointer and version in pointer:
+            role = "live" if version == pointer[0] else "the rollback target"
+            raise ValueError(f"index version {version!r} is {role}; it cannot be dropped")
+        row = conn.execute(
+            "SELECT table_name, status FROM index_versions WHERE version = %s FOR UPDATE", (version,)
+        ).fetchone()
+        if row is None:
+            raise ValueError(f"no index version {version!r}")
+        table, status = row
+        if status == "building":
+            raise ValueError(f"index version {version!r} is still being built")
+        for companion in _companions(table):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(companion)))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
+
+
+def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
+    """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner,
+    past row-level security: for checks over a whole version (migrations), never to answer a
+    caller."""
+    info = get_version(conn, version)
+    if info is None or info.status != "ready":
+        raise ValueError(f"index version {version!r} is not ready")
+    names = [name for name, _ in _CHUNK_COLUMNS]
+    rows = conn.execute(
+        sql.SQL("SELECT {} FROM {} ORDER BY chunk_id").format(
+            sql.SQL(", ").join(map(sql.Identifier, names)), sql.Identifier(info.table_name))
+    ).fetchall()
+    frame = pd.DataFrame(rows, columns=names)
+    # Tables of layout 3 hold metadata as JSON text inside a jsonb string.
+    frame["metadata"] = frame["metadata"].map(lambda m: json.loads(m) if isinstance(m, str) else m)
+    return frame
+
+
+def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str, fp: str) -> IndexVersion:
+    """Load chunks (whose embeddings are all cached) into a new version table and index it."""
+    started = time.monotonic()
+    number = conn.execute("SELECT nextval('index_version_seq')").fetchone()[0]
+    version, table = f"v{number}", f"chunks_v{number}"
+    # Held while the version is 'building', and released by PostgreSQL when this session ends
+    # however it ends: a 'building' record whose lock is free belongs to a dead build.
+    conn.execute("SELECT pg_advisory_lock(%s, %s)", (_BUILD_LOCK, number))
+    rulesets = ",".join(sorted(chunks["ruleset"].unique()))
+    sources = sorted(chunks["source_id"].unique())
+    conn.execute(
+        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, status) "
+        "VALUES (%s, %s, %s, %s, %s, %s, 'building')",
+        (version, table, rulesets, model_id, fp, json.dumps(sources)),
+    )
+    try:
+        with conn.transaction():
+            rows = _load_table(conn, table, chunks, model_id)
+            conn.execute(
+                sql.SQL(
+                    "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s, "
+                    "avg_doc_lexemes = (SELECT avg(length(tsv)) FROM {}) WHERE version = %s"
+                ).format(sql.Identifier(table)),
+                (rows, time.monotonic() - started, version),
+            )
+    except BaseException:
+        # The table was created in the rolled-back transaction; only the record remains.
+        conn.execute("UPDATE index_versions SET status = 'failed' WHERE version = %s", (version,))
+        raise
+    finally:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILD_LOCK, number))
+        except psycopg.Error:
+            pass  # a broken connection: the session, and with it the lock, is gone anyway
+    return get_version(conn, version)
+
+
+def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, model_id: str) -> int:
+    ident = sql.Identifier(table)
+    column_defs = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(pg_type)) for name, pg_type in _CHUNK_COLUMNS
+    )
+    names = sql.SQL(", ").join(sql.Identifier(name) for name, _ in _CHUNK_COLUMNS)
+    conn.execute(sql.SQL("CREATE TEMP TABLE staging ({}) ON COMMIT DROP").format(column_defs))
+    with conn.cursor().copy(sql.SQL("COPY staging ({}) FROM STDIN (FORMAT BINARY)").format(names)) as copy:
+        copy.set_types([pg_type for _, pg_type in _CHUNK_COLUMNS])
+        for row in _copy_rows(chunks):
+            copy.write_row(row)
+    conn.execute(
+        sql.SQL(
+            """CREATE TABLE {table} ({columns},
+                embedding vector({dims}) NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS
+                    (to_tsvector('english', coalesce(title, '') || ' ' || text)) STORED,
+                PRIMARY KEY (chunk_id))"""
+        ).format(table=ident, columns=column_defs, dims=sql.Literal(DIMENSIONS))
+    )
+    inserted = conn.execute(
+        sql.SQL(
+            "INSERT INTO {table} ({names}, embedding) SELECT {s_names}, c.embedding "
+            "FROM staging s JOIN embedding_cache c ON c.content_hash = s.content_hash AND c.model_id = %s"
+        ).format(
+            table=ident,
+            names=names,
+            s_names=sql.SQL(", ").join(sql.Identifier("s", name) for name, _ in _CHUNK_COLUMNS),
+        ),
+        (model_id,),
+    ).rowcount
+    if inserted != len(chunks):
+        # Nothing is dropped silently: a chunk without an embedding fails the build.
+        raise RuntimeError(f"{len(chunks) - inserted} of {len(chunks)} chunks have no cached embedding")
+    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
+        ).format(table=ident, m=sql.Literal(HNSW_M), ef=sql.Literal(HNSW_EF_CONSTRUCTION))
+    )
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
+    conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
+    # Verses by the Strong's numbers of their words (word studies, lectio.retrieval.word_study).
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin ((metadata -> 'strongs'))").format(ident))
+    # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is. Counted
+    # over public chunks only: the reader may read this table, and a word that only a private
+    # note holds must not show there (search treats a word missing here as rare).
+    lexicon = sql.Identifier(lexicon_table(table))
+    conn.execute(
+        sql.SQL("CREATE TABLE {lexicon} AS SELECT word, ndoc FROM ts_stat({q})").format(
+            lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
+    )
+    conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
+    cited = xrefs.citations_by_chunk(chunks)
+    xrefs.build(conn, table, chunks, cited)
+    prominence.build(conn, table, chunks, cited)
+    _protect(conn, table)
+    conn.execute(sql.SQL("ANALYZE {}").format(ident))
+    return inserted
+
+
+def _protect(conn: psycopg.Connection, table: str) -> None:
+    """Row-level security on a version's chunks and its cross-reference edges: the reader sees a
+    row only when one of the principals set for its transaction is in the row's ACL (no
+    principals: no rows). The BM25 word statistics and the citation counts come from public chunks
+    only and are readable."""
+    reader = sql.Identifier(READER_ROLE)
+    for protected in (table, xrefs.table_name(table)):
+        ident = sql.Identifier(protected)
+        conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(ident))
+        conn.execute(
+            sql.SQL(
+                "CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
+                "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))"
+            ).format(ident, reader)
+        )
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, reader))
+    for public in (lexicon_table(table), prominence.table_name(table)):
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(public), reader))
+
+
+def _companions(table: str) -> tuple[str, ...]:
+    """The tables built beside a version's chunk table, dropped with it."""
+    return (lexicon_table(table), xrefs.table_name(table), prominence.table_name(table))
+
+
+def lexicon_table(chunk_table: str) -> str:
+    return chunk_table.replace("chunks_", "lexicon_", 1)
+
+
+def _copy_rows(chunks: pd.DataFrame):
+    frame = chunks[[name for name, _ in _CHUNK_COLUMNS]].astype(object)
+    frame = frame.where(pd.notna(frame), None)
+    for row in frame.itertuples(index=False):
+        values = list(row)
+        for i, (name, _) in enumerate(_CHUNK_COLUMNS):
+            if name in ("acl", "refs"):
+                values[i] = list(values[i]) if values[i] is not None else []
+            elif name == "metadata":
+                values[i] = Jsonb(values[i] or {})
+            elif name in ("tokens", "ordinal", "chapter", "verse") and values[i] is not None:
+                values[i] = int(values[i])
+        yield values

@@ -1,0 +1,424 @@
+"""Data-quality checks over a source's chunks and over index versions (issue 5).
+
+Each check returns a `CheckResult`: whether it passed, whether a failure must block the index,
+counts, a few failing chunk ids and, where great-expectations ran, its per-expectation results.
+Dagster shows them as asset checks (assets/checks.py); `gate` runs the blocking ones again when
+an index is built (lectio.index.build), so no path into the index skips them.
+
+Size and window-embedded chunks: the model reads MAX_TEXT_TOKENS word pieces; a longer text is
+embedded as the token-weighted mean of its windows (lectio.embedding.model.Embedder.encode). Every chunker
+keeps its chunks under the limit, except scripture's pericopes, chapters and fixed windows, which
+are long by design (a pericope is a passage, its verses are the precise hits). Those
+granularities are allowed past the limit and counted in the check's metadata, so a growing tail
+stays visible; anything else past the limit fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import psycopg
+from psycopg import sql
+
+from lectio.rulesets import registry as ingest
+from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
+from lectio.sources import Source, SourceError, load_source
+
+EXAMPLES = 10  # failing chunk ids kept per check: enough to find the pattern, short in a UI
+WINDOW_EMBEDDED = {("scripture", "pericope"), ("scripture", "chapter"), ("scripture", "window")}
+MAX_COUNT_DROP = 0.20  # a source losing more than this share of its chunks since its last run
+UNIT_NORM_TOLERANCE = 1e-3  # float32 vectors normalised by the model sit well within this
+PATRISTIC_TAGS = ("scripture_refs", "topics", "disputes_positions")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    blocking: bool  # a failure keeps the source out of any index
+    description: str
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: tuple[str, ...] = ()  # failing chunk ids, at most EXAMPLES
+    severity: str = "error"  # "warn": worth an alert, not a stop
+    expectations: list[dict[str, Any]] = field(default_factory=list)  # great-expectations results
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _result(name: str, blocking: bool, failing: dict[str, list[str]], ok: str, **extra) -> CheckResult:
+    """A result from failing chunk ids per problem (an empty list: no such problem)."""
+    problems = {k: v for k, v in failing.items() if v}
+    examples = tuple(dict.fromkeys(i for ids in problems.values() for i in ids))[:EXAMPLES]
+    if problems:
+        description = "; ".join(f"{len(ids)} {problem}" for problem, ids in problems.items())
+    else:
+        description = ok
+    return CheckResult(name, not problems, blocking, description, {k: len(v) for k, v in failing.items()},
+                       examples, **extra)
+
+
+# ---------------------------------------------------------------- great-expectations
+
+
+@lru_cache(maxsize=1)
+def _gx_batch_definition():
+    """One ephemeral context per process: importing great-expectations takes seconds, a context
+    and a whole-dataframe batch definition are reused for every frame validated here."""
+    # No usage statistics (nothing is reachable from a build machine anyway) and no progress
+    # bars: GE draws them on stderr for every validation, which floods Dagster's captured logs.
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    # Nor its INFO chatter ("Created temporary directory … for ephemeral docs site"), which
+    # `lectio run` would otherwise print between its own progress lines.
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    asset = context.data_sources.add_pandas("lectio_quality").add_dataframe_asset("chunks")
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+def expect(frame: pd.DataFrame, expectations: list, ids: str = "chunk_id") -> list[dict[str, Any]]:
+    """Validate `frame` against great-expectations `expectations`; per expectation its type,
+    column, success, unexpected count, partial unexpected list and the failing rows' ids."""
+    import great_expectations as gx
+
+    if frame.empty:
+        return [{"expectation": e.expectation_type, "column": getattr(e, "column", None), "success": True,
+                 "unexpected_count": 0, "partial_unexpected_list": [], "failing_ids": []} for e in expectations]
+    frame = frame.reset_index(drop=True)
+    suite = gx.ExpectationSuite(name="lectio", expectations=expectations)
+    batch = _gx_batch_definition().get_batch(batch_parameters={"dataframe": frame})
+    validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
+    outcomes = []
+    for r in validation.results:
+        index = r.result.get("unexpected_index_list") or []
+        outcomes.append(
+            {
+                "expectation": r.expectation_config.type,
+                "column": r.expectation_config.kwargs.get("column"),
+                "success": bool(r.success),
+                "unexpected_count": int(r.result.get("unexpected_count") or 0),
+                "partial_unexpected_list": [_plain(v) for v in (r.result.get("partial_unexpected_list") or [])][:EXAMPLES],
+                "failing_ids": frame.loc[list(index), ids].tolist() if index else [],
+            }
+        )
+    return outcomes
+
+
+def _plain(value):
+    # GE hands back numpy scalars and NaN; metadata must be JSON.
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _failing(outcomes: list[dict], expectation: str, column: str | None = None) -> list[str]:
+    return [i for o in outcomes if o["expectation"] == expectation and (column is None or o["column"] == column)
+            for i in o["failing_ids"]]
+
+
+def _summaries(outcomes: list[dict]) -> list[dict]:
+    return [{k: v for k, v in o.items() if k != "failing_ids"} for o in outcomes]
+
+
+def _length(values: pd.Series) -> pd.Series:
+    return values.map(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray, str)) else 0)
+
+
+# ---------------------------------------------------------------- permission tags
+
+
+def permission_tags(chunks: pd.DataFrame, source: Source | None) -> CheckResult:
+    """Every chunk carries a non-empty ACL equal to its source's: none is more visible (a
+    principal the source does not name) or differently visible than the source it came from."""
+    import great_expectations as gx
+
+    frame = chunks[["chunk_id", "acl"]].assign(acl_size=_length(chunks["acl"]))
+    outcomes = expect(frame, [gx.expectations.ExpectColumnValuesToBeBetween(column="acl_size", min_value=1)])
+    missing = _failing(outcomes, "expect_column_values_to_be_between")
+    failing = {"chunks without an ACL": missing}
+    if source is not None:
+        allowed, skip = set(source.acl), set(missing)
+        acls = {cid: set(acl) for cid, acl in zip(frame["chunk_id"], frame["acl"]) if cid not in skip}
+        failing["chunks more visible than their source"] = [c for c, acl in acls.items() if acl - allowed]
+        failing["chunks with an ACL other than their source's"] = [c for c, acl in acls.items() if acl != allowed]
+    ok = f"all {len(frame)} chunks carry the source's ACL" + (f" {sorted(source.acl)}" if source else "")
+    return _result("permission_tags", True, failing, ok, expectations=_summaries(outcomes))
+
+
+# ---------------------------------------------------------------- header presence
+
+
+def header_presence(chunks: pd.DataFrame, structure: Any = None) -> CheckResult:
+    """The context each kind of chunk needs to be read alone: a table's header row on every chunk
+    holding its rows (against the parsed document), a commentary chunk's context header (see
+    `_context_headers`), a document chunk's breadcrumb (also its first line), a patristic
+    chunk's tags."""
+    import great_expectations as gx
+
+    frame = chunks.assign(header_size=_length(_context_headers(chunks)), breadcrumb_size=_length(chunks["breadcrumb"]))
+    commentary = frame[frame["kind"] == "commentary"]
+    document = frame[frame["kind"] == "document"]
+    outcomes = expect(commentary[["chunk_id", "header_size"]],
+                      [gx.expectations.ExpectColumnValuesToBeBetween(column="header_size", min_value=1)])
+    outcomes += expect(document[["chunk_id", "breadcrumb_size"]],
+                       [gx.expectations.ExpectColumnValuesToBeBetween(column="breadcrumb_size", min_value=1)])
+    has_crumb = document[document["breadcrumb_size"] > 0]
+    crumb_not_first = [c for c, t, b in zip(has_crumb["chunk_id"], has_crumb["text"], has_crumb["breadcrumb"])
+                       if t.split("\n", 1)[0] != b]
+    patristic = frame[frame["kind"] == "patristic"]
+    untagged = [c for c, m in zip(patristic["chunk_id"], patristic["metadata"])
+                if not all(isinstance((m or {}).get(tag), list) for tag in PATRISTIC_TAGS)]
+    tables, headless = _table_headers(frame, structure)
+    failing = {
+        "table chunks without their header row": headless,
+        "commentary chunks without a context header": _failing(outcomes, "expect_column_values_to_be_between", "header_size"),
+        "document chunks without a breadcrumb": _failing(outcomes, "expect_column_values_to_be_between", "breadcrumb_size"),
+        "document chunks not opening with their breadcrumb": crumb_not_first,
+        "patristic chunks without their tags": untagged,
+    }
+    ok = f"all {len(frame)} chunks carry their context ({tables} holding table rows)"
+    return _result("header_presence", True, failing, ok, expectations=_summaries(outcomes),
+                   details={"table_chunks": tables})
+
+
+def _context_headers(chunks: pd.DataFrame) -> pd.Series:
+    """Each chunk's context header: the `header` field where the chunker sets one (a verse's
+    reference), else a commentary chunk's first text line, `[Commentary on <passage> | …]`,
+    which the commentary chunker embeds with the body; "" where there is neither."""
+
+    def context(text, header, metadata) -> str:
+        if isinstance(header, str) and header.strip():
+            return header
+        first = text.split("\n", 1)[0]
+        passage = (metadata or {}).get("passage") or ""
+        return first if first.startswith(f"[Commentary on {passage}") and first.endswith("]") else ""
+
+    return pd.Series([context(t, h, m) for t, h, m in zip(chunks["text"], chunks["header"], chunks["metadata"])],
+                     index=chunks.index, dtype=object)
+
+
+def _table_headers(frame: pd.DataFrame, structure: Any) -> tuple[int, list[str]]:
+    """(chunks holding table rows, those of them missing the header row of a table they hold).
+
+    The chunk alone cannot tell a header row from a data row, so the tables come from the parsed
+    document the chunks were cut from; a chunk holds a table when one of the table's rows is a
+    line of its text, and must then hold the header row as a line too."""
+    from lectio.readers.document_model import Document, Table
+    from lectio.rulesets.documents import _row as render_row  # the one rendering of a table row
+
+    if not isinstance(structure, Document):
+        return 0, []
+    tables = [
+        (section.path, render_row(block.header), {render_row(row) for row in block.rows} - {render_row(block.header)})
+        for section in structure.sections
+        for unit in section.units
+        for block in (unit.block, *unit.exceptions)
+        if isinstance(block, Table) and block.header and block.rows
+    ]
+    holding, headless = 0, []
+    for chunk_id, text, metadata in zip(frame["chunk_id"], frame["text"], frame["metadata"]):
+        path = tuple((metadata or {}).get("section_path") or ())
+        lines = {line.strip() for line in text.split("\n")}
+        held = [header for tpath, header, rows in tables if tpath[: len(path)] == path and lines & rows]
+        if held:
+            holding += 1
+            if any(header not in lines for header in held):
+                headless.append(chunk_id)
+    return holding, headless
+
+
+# ---------------------------------------------------------------- size and count
+
+
+def chunk_sizes(chunks: pd.DataFrame) -> CheckResult:
+    """No chunk past the model's input limit, except the window-embedded granularities
+    (WINDOW_EMBEDDED, see the module docstring), which are counted instead."""
+    import great_expectations as gx
+
+    windowed = pd.Series([(k, g) in WINDOW_EMBEDDED for k, g in zip(chunks["kind"], chunks["granularity"])],
+                         index=chunks.index, dtype=bool)
+    bounded = chunks.loc[~windowed, ["chunk_id", "tokens"]]
+    outcomes = expect(bounded, [gx.expectations.ExpectColumnValuesToBeBetween(column="tokens", max_value=MAX_TEXT_TOKENS)])
+    long = chunks[windowed & (chunks["tokens"] > MAX_TEXT_TOKENS)]
+    counts_by = long.groupby("granularity").size().to_dict()
+    result = _result(
+        "chunk_sizes", False,
+        {f"chunks over the model's {MAX_TEXT_TOKENS} word pieces": _failing(outcomes, "expect_column_values_to_be_between")},
+        f"every chunk embedded whole fits the model's {MAX_TEXT_TOKENS} word pieces",
+        expectations=_summaries(outcomes),
+        details={"max_tokens": int(chunks["tokens"].max()) if len(chunks) else 0,
+                 "window_embedded_granularities": ", ".join(sorted(f"{k}/{g}" for k, g in WINDOW_EMBEDDED))},
+    )
+    counts = {**result.counts, **{f"window_embedded_{g}": int(n) for g, n in counts_by.items()}}
+    return replace(result, counts=counts)
+
+
+def chunk_count(current: int, previous: int | None, same_rules: bool = True, max_drop: float = MAX_COUNT_DROP) -> CheckResult:
+    """The chunk count against the source's previous run: a drop past `max_drop` fails with WARN
+    severity (an alert, not a stop: a source may shrink on purpose). A change of chunking rules
+    changes counts by design, so it is not compared then."""
+    if previous is None:
+        return CheckResult("chunk_count", True, False, f"{current} chunks; no previous run to compare", {"chunks": current})
+    counts = {"chunks": current, "previous_chunks": previous}
+    if not same_rules:
+        return CheckResult("chunk_count", True, False,
+                           f"{current} chunks (previously {previous}); the chunking rules changed, not compared", counts)
+    drop = (previous - current) / previous if previous else 0.0
+    details = {"drop_share": round(drop, 4), "max_drop": max_drop}
+    if drop > max_drop:
+        return CheckResult("chunk_count", False, False,
+                           f"{current} chunks, down {drop:.0%} from {previous} in the previous run "
+                           f"(more than {max_drop:.0%})", counts, severity="warn", details=details)
+    return CheckResult("chunk_count", True, False, f"{current} chunks (previously {previous})", counts, details=details)
+
+
+# ---------------------------------------------------------------- integrity
+
+
+def unique_ids(chunks: pd.DataFrame) -> CheckResult:
+    import great_expectations as gx
+
+    outcomes = expect(chunks[["chunk_id"]], [gx.expectations.ExpectColumnValuesToBeUnique(column="chunk_id")])
+    return _result("unique_chunk_ids", True, {"chunks sharing an id": _failing(outcomes, "expect_column_values_to_be_unique")},
+                   f"all {len(chunks)} chunk ids are unique", expectations=_summaries(outcomes))
+
+
+def verse_coverage(chunks: pd.DataFrame, structure: Any) -> CheckResult:
+    """Every verse of a scripture source exactly once at verse granularity. The module's empty
+    slots (verses a translation leaves out) are reported, not failed. A baseline ruleset without
+    verse chunks (chapters, fixed windows) must still cover every verse at least once."""
+    if not isinstance(structure, pd.DataFrame) or "ref" not in structure:
+        return CheckResult("verse_coverage", True, False, "not a scripture source: nothing to cover")
+    empty = structure.loc[structure["text"] == "", "ref"].tolist()
+    expected = set(structure.loc[structure["text"] != "", "ref"])
+    verses = chunks[chunks["granularity"] == "verse"]
+    at_verse = not verses.empty
+    pool = verses if at_verse else chunks
+    seen = pd.Series([r for refs in pool["refs"] for r in refs], dtype=object).value_counts()
+    missing = sorted(expected - set(seen.index))
+    twice = sorted(seen[seen > 1].index) if at_verse else []
+    unknown = sorted(set(seen.index) - expected)
+    failing = {"verses without a chunk": missing, "verses in more than one verse chunk": twice,
+               "refs that are no verse of the source": unknown}
+    ok = f"all {len(expected)} verses present " + ("exactly once at verse granularity" if at_verse else "(no verse chunks: covered by larger chunks)")
+    result = _result("verse_coverage", False, failing, ok,
+                     details={"empty_verse_slots": ", ".join(empty[:50]) or "none"})
+    # The examples are verse refs here, which say more than chunk ids would.
+    return replace(result, counts={**result.counts, "verses": len(expected), "empty_verse_slots": len(empty)})
+
+
+def embedding_vectors(hashes: list[str], vectors: list, model_id: str = "") -> CheckResult:
+    """Vectors (one per content hash, None where none is stored) of the model's dimension,
+    finite and of unit length."""
+    failing: dict[str, list[str]] = {"texts without an embedding": [], "vectors of the wrong dimension": [],
+                                     "vectors with NaN or infinite values": [], "vectors not of unit length": []}
+    shaped, shaped_hashes = [], []
+    for h, v in zip(hashes, vectors):
+        if v is None:
+            failing["texts without an embedding"].append(h)
+            continue
+        # pgvector hands back its own Vector type over the binary protocol.
+        v = np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float64)
+        if v.shape != (DIMENSIONS,):
+            failing["vectors of the wrong dimension"].append(h)
+        else:
+            shaped.append(v)
+            shaped_hashes.append(h)
+    if shaped:
+        # One matrix: a large Bible has a hundred thousand vectors, too many for a Python loop of norms.
+        matrix = np.stack(shaped)
+        finite = np.isfinite(matrix).all(axis=1)
+        norms = np.linalg.norm(np.where(np.isfinite(matrix), matrix, 0.0), axis=1)
+        off_unit = finite & (np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE)
+        names = np.asarray(shaped_hashes, dtype=object)
+        failing["vectors with NaN or infinite values"] = names[~finite].tolist()
+        failing["vectors not of unit length"] = names[off_unit].tolist()
+    return _result("embedding_vectors", True, failing,
+                   f"all {len(hashes)} vectors{' of ' + model_id if model_id else ''} have {DIMENSIONS} finite "
+                   "dimensions and unit length",
+                   details={"examples_are": "content hashes"})
+
+
+def stored_embeddings(conn: psycopg.Connection, hashes: Iterable[str], model_id: str) -> CheckResult:
+    """`embedding_vectors` over what the embedding cache holds for these texts."""
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    wanted = sorted(set(hashes))
+    rows = conn.execute(
+        "SELECT content_hash, embedding FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)",
+        (model_id, wanted),
+    ).fetchall()
+    found = dict(rows)
+    return embedding_vectors(wanted, [found.get(h) for h in wanted], model_id)
+
+
+def index_rows(conn: psycopg.Connection, version: str, expected_chunks: int | None = None) -> CheckResult:
+    """An index version's table holds as many rows as its record says, and as many as the
+    chunks it was built from (when the caller knows them)."""
+    row = conn.execute("SELECT table_name, rows, status FROM index_versions WHERE version = %s", (version,)).fetchone()
+    if row is None:
+        return CheckResult("index_row_count", False, False, f"no index version {version!r}")
+    table, recorded, status = row
+    counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
+    counts = {"table_rows": counted, **({"recorded_rows": recorded} if recorded is not None else {})}
+    problems = []
+    if recorded != counted:
+        problems.append(f"{table} holds {counted} rows but {version} records {recorded}")
+    if expected_chunks is not None:
+        counts["chunks"] = expected_chunks
+        if counted != expected_chunks:
+            problems.append(f"{table} holds {counted} rows for {expected_chunks} chunks")
+    description = "; ".join(problems) or f"{version} ({status}): {counted} rows, one per chunk"
+    return CheckResult("index_row_count", not problems, False, description, counts)
+
+
+# ---------------------------------------------------------------- the gate
+
+
+def blocking_checks(chunks: pd.DataFrame, source: Source | None, structure: Any = None) -> list[CheckResult]:
+    """The checks whose failure keeps a source's chunks out of every index."""
+    return [permission_tags(chunks, source), header_presence(chunks, structure), unique_ids(chunks)]
+
+
+def gate(chunks: pd.DataFrame, sources_file: Path | None = None, corpus_dir: Path | None = None) -> dict[str, list[CheckResult]]:
+    """Failed blocking checks per source, over the chunks about to be indexed.
+
+    With a sources file, each source's ACL is compared with its chunks', and a document is
+    parsed again to know its tables' header rows (documents are small; scripture, the large
+    input, has no tables and is not re-read). A source that can no longer be read fails the check that
+    needed it, so nothing unverified gets in."""
+    rejected: dict[str, list[CheckResult]] = {}
+    for source_id, frame in chunks.groupby("source_id", sort=True):
+        source, structure, problem = None, None, None
+        if sources_file is not None:
+            try:
+                source = load_source(sources_file, source_id)
+                if source.kind == "document":
+                    raw = ingest.read_source(sources_file, source_id, corpus_dir or Path("."))
+                    structure = ingest.parse_source(sources_file, source_id, raw)
+            except SourceError as exc:
+                problem = str(exc)
+        results = blocking_checks(frame, source, structure)
+        if problem:
+            results.append(CheckResult("source_readable", False, True, f"cannot verify against the source: {problem}"))
+        failed = [r for r in results if not r.passed]
+        if failed:
+            rejected[str(source_id)] = failed
+    return rejected
+
+
+def describe(rejected: Mapping[str, list[CheckResult]]) -> str:
+    """One line per rejected source: which checks failed and how."""
+    return "; ".join(f"{sid}: " + ", ".join(f"{r.name} ({r.description})" for r in results)
+                     for sid, results in sorted(rejected.items()))

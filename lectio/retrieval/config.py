@@ -1,0 +1,57 @@
+"""The knobs of a ranked search, in one frozen value: evaluation and migrations compare versions
+under the same configuration, and the CLI's options each set one field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How a non-reference query is answered. Seed 002/003: lexical matching catches what
+    vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
+
+    mode: str = "hybrid"  # hybrid | vector | lexical
+    candidates: int = 100  # taken from each side before fusion
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    # The vector side takes `candidates` (100) rows from HNSW. Measured on the full index (v41,
+    # benchmarks/search_latency.py): ef_search 100 finds 95.5 % of the exact top 100 (one query
+    # only 75 %), 400 finds 99.5 % for 27 instead of 12 ms, a small part of a hybrid search.
+    ef_search: int = 400
+    return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # Query expansion from data/vocabulary/query_expansion.yaml; expansion words weigh less than
+    # the query's own.
+    expand_lexical: bool = True
+    expand_vector: bool = False
+    expansion_weight: float = 0.5
+    # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles.
+    title_weight: float = 1.0
+    # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
+    collapse_covered: bool = True
+    # Cross-reference expansion (seed 002): verses the corpus links to the best hits' passages,
+    # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
+    # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight
+    # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); see the README.
+    xref_weight: float = 0.0
+    xref_seeds: int = 10  # best fused hits whose verses seed the traversal
+    xref_depth: int = 2
+    xref_boost: float = 0.15
+    xref_max_linked: int = 200
+    # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
+    word_study: bool = True
+    # Passages the corpus's commentators cite often rank higher among equally close hits: a
+    # scripture hit's fused score is multiplied by 1 + weight * ln(1 + citations of its most cited
+    # verse) (lectio.index.citations). Hybrid mode only, so vector and lexical stay plain baselines.
+    prominence_weight: float = 0.1
+    # One prolific commentary (Spurgeon's 21,700 passages on the Psalms) can fill a first page:
+    # past this many hits from one non-scripture source, its further hits follow all the others.
+    # Hybrid mode, and only when no kind is asked for; None turns it off.
+    per_source: int | None = 2
+    # Maximal marginal relevance (seed 003: a crowded theme returns near-duplicate verses): each
+    # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
+    # taken. None keeps the ranking as fused.
+    mmr_lambda: float | None = None

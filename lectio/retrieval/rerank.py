@@ -1,0 +1,109 @@
+"""Reshaping a ranked list of rows: read them in rank order, collapse hits another hit covers,
+spread one source's hits, diversify by maximal marginal relevance, or return parents."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from psycopg import sql
+
+# The columns a result row carries, in the order every reader of rows expects.
+COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title"]
+
+
+def rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
+    rows = conn.execute(
+        sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
+            cols=sql.SQL(", ").join(map(sql.Identifier, COLUMNS)), table=sql.Identifier(table_name)),
+        [ids],
+    ).fetchall()
+    by_id = {row[0]: row for row in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def mmr(conn, table_name, hits: list[tuple[tuple, float]], k: int, lam: float) -> list[tuple[tuple, float]]:
+    """Re-rank by maximal marginal relevance; relevance is the fused score scaled to [0, 1],
+    redundancy the cosine similarity of the chunks' embeddings."""
+    if len(hits) <= 1:
+        return hits
+    ids = [row[0] for row, _ in hits]
+    vectors = dict(conn.execute(
+        sql.SQL("SELECT chunk_id, embedding FROM {} WHERE chunk_id = ANY(%s)").format(sql.Identifier(table_name)), [ids]
+    ).fetchall())
+    matrix = np.array([as_array(vectors[i]) for i in ids], dtype=np.float32)
+    similarity = matrix @ matrix.T  # embeddings are unit length
+    scores = np.array([score for _, score in hits], dtype=np.float32)
+    relevance = scores / scores.max() if scores.max() > 0 else scores
+    chosen: list[int] = []
+    remaining = list(range(len(hits)))
+    while remaining and len(chosen) < k:
+        def value(i: int) -> float:
+            redundancy = max((similarity[i, j] for j in chosen), default=0.0)
+            return lam * relevance[i] - (1 - lam) * redundancy
+        best = max(remaining, key=value)
+        chosen.append(best)
+        remaining.remove(best)
+    return [hits[i] for i in chosen]
+
+
+def as_array(value) -> np.ndarray:
+    # pgvector's loaders give numpy arrays or Vector objects; without them the text form arrives.
+    if hasattr(value, "to_numpy"):
+        return value.to_numpy()
+    return np.asarray(json.loads(value) if isinstance(value, str) else value)
+
+
+def collapse_covered(hits: list[tuple[tuple, float]]) -> list[tuple[tuple, float]]:
+    """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
+    the paragraph already shown, the same paragraph reached twice. Hits without verse refs
+    (documents, notes) and commentary (its text is not the verses') always stay."""
+    refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
+    covered: set[tuple[str | None, str]] = set()
+    kept = []
+    for row, score in hits:
+        refs = row[refs_at] or []
+        if row[kind_at] != "scripture" or not refs:
+            kept.append((row, score))
+            continue
+        keys = {(row[translation_at], ref) for ref in refs}
+        if keys <= covered:
+            continue
+        covered |= keys
+        kept.append((row, score))
+    return kept
+
+
+def spread_sources(hits: list[tuple[tuple, float]], per_source: int) -> list[tuple[tuple, float]]:
+    """Keep the order, but move each non-scripture source's hits past its first `per_source` to
+    the end (still in order): scripture's translations are never capped."""
+    source_at, kind_at = COLUMNS.index("source_id"), COLUMNS.index("kind")
+    taken: dict[str, int] = {}
+    first, later = [], []
+    for row, score in hits:
+        if row[kind_at] == "scripture":
+            first.append((row, score))
+            continue
+        taken[row[source_at]] = taken.get(row[source_at], 0) + 1
+        (first if taken[row[source_at]] <= per_source else later).append((row, score))
+    return first + later
+
+
+def parents_of(conn, table_name, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Seed 004: retrieve the child, return the parent. A hit with a parent (a verse in its
+    pericope) is replaced by the parent, and a parent reached twice is kept once, at its best rank.
+    The parent is read under the same row-level rules as its child (same source, same ACL)."""
+    parents = dict(
+        conn.execute(
+            sql.SQL("SELECT chunk_id, parent_id FROM {} WHERE chunk_id = ANY(%s) AND parent_id IS NOT NULL").format(
+                sql.Identifier(table_name)),
+            [[chunk_id for chunk_id, _ in ranked]],
+        ).fetchall()
+    )
+    seen, collapsed = set(), []
+    for chunk_id, score in ranked:
+        chosen = parents.get(chunk_id, chunk_id)
+        if chosen not in seen:
+            seen.add(chosen)
+            collapsed.append((chosen, score))
+    return collapsed

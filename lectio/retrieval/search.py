@@ -1,0 +1,354 @@
+"""Searching an index version (the live one by default).
+
+A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
+entry and the verses that use it; anything else is ranked by several retrievers fused by
+reciprocal rank fusion (seed 002): HNSW vectors, BM25 with theology query expansion, pericope
+titles, and the corpus's own cross-reference graph. Every read runs as the application role under
+row-level security with the caller's principals."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+
+import psycopg
+from psycopg import sql
+
+from lectio.index import store
+from lectio.retrieval import candidates, rerank, word_study
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.expansion import expansions
+from lectio.rulesets.strongs import plain_letters
+from lectio.embedding.model import Embedder
+from lectio.bible.refs import RefRange, UnknownReference, parse_reference
+
+DEFAULT_PRINCIPALS = ("public",)
+# With several translations indexed, one is preferred unless the caller names another.
+DEFAULT_TRANSLATION = "WEB"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+@dataclass(frozen=True)
+class Result:
+    rank: int
+    chunk_id: str
+    kind: str
+    refs: list[str]
+    source_id: str
+    breadcrumb: str | None
+    text: str  # what a caller hands to a model: the context header, then the chunk
+    score: float
+    granularity: str
+    translation: str | None
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    mode: str  # "reference", or the SearchConfig mode that answered
+    index_version: str | None
+    results: list[Result] = field(default_factory=list)
+    message: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "index_version": self.index_version,
+            "message": self.message,
+            "results": [asdict(r) for r in self.results],
+        }
+
+
+def search(
+    conn: psycopg.Connection,
+    query: str,
+    *,
+    k: int = 10,
+    principals: tuple[str, ...] = DEFAULT_PRINCIPALS,
+    kind: str | None = None,
+    translation: str | None = None,
+    version: str | None = None,
+    embedder: Embedder | None = None,
+    config: SearchConfig | None = None,
+    filters: Filters | None = None,
+) -> SearchResponse:
+    """`kind` and `translation` are shorthands for the same fields of `filters`."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
+    query = _CONTROL.sub(" ", query).strip()
+    if not query:
+        return SearchResponse(query, "none", version, message="empty query: nothing to search for")
+    version = version or store.live_version(conn)
+    if version is None:
+        return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
+    info = store.get_version(conn, version)
+    if info is None or info.status != "ready":
+        return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
+    table = info.table_name
+    given = filters or Filters()
+    if kind or translation:
+        given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
+    filters = _Filters(principals, given)
+    try:
+        ranges = parse_reference(query)
+    except UnknownReference as exc:
+        return SearchResponse(query, "reference", version, message=str(exc))
+    embedder = embedder or Embedder()
+    with conn.transaction():
+        # Every read of chunks runs as the application role under row-level security, with the
+        # caller's principals; the WHERE clause on acl only helps the planner use its index.
+        store.act_as_reader(conn, principals)
+        if ranges:
+            return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
+        config = config or SearchConfig()
+        word = word_study.detect(query) if config.word_study else None
+        if word is not None:
+            response = _word_study(conn, table, query, word, k, filters, version, config, embedder)
+            if response is not None:
+                return response
+        return _ranked_search(conn, table, query, k, filters, version, config, embedder)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a caller narrows a search to. Testament and genre are scripture's (chunks of other
+    kinds carry the book's where they comment on one); tradition and tier are a commentary's."""
+
+    kind: str | None = None
+    translation: str | None = None
+    testament: str | None = None  # OT | NT (or old | new, as chunks store it)
+    genre: str | None = None
+    tradition: str | None = None
+    tier: str | None = None
+
+
+_TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
+
+
+@dataclass(frozen=True)
+class _Filters:
+    principals: tuple[str, ...]
+    given: Filters
+
+    @property
+    def translation(self) -> str | None:
+        return self.given.translation
+
+    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
+        """A WHERE clause with named placeholders (f_*), and its parameters."""
+        clauses, params = [sql.SQL("acl && %(f_acl)s")], {"f_acl": list(self.principals)}
+        if not self.given.kind:
+            # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.
+            clauses.append(sql.SQL("kind <> 'lexicon'"))
+        for column in ("kind", "testament", "genre"):
+            value = getattr(self.given, column)
+            if column == "testament" and value:
+                value = _TESTAMENTS.get(value.lower(), value)
+            if value:
+                clauses.append(sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(f"f_{column}")))
+                params[f"f_{column}"] = value
+        for key in ("tradition", "tier"):
+            value = getattr(self.given, key)
+            if value:
+                clauses.append(sql.SQL("metadata ->> {} = {}").format(sql.Literal(key), sql.Placeholder(f"f_{key}")))
+                params[f"f_{key}"] = value
+        if translation:
+            clauses.append(sql.SQL("(translation IS NULL OR translation = %(f_translation)s)"))
+            params["f_translation"] = translation
+        return sql.SQL(" AND ").join(clauses), params
+
+
+def _rows_to_results(rows, scores) -> list[Result]:
+    results = []
+    for rank, (row, score) in enumerate(zip(rows, scores), start=1):
+        r = dict(zip(rerank.COLUMNS, row))
+        text = f"{r['header']}\n{r['text']}" if r["header"] else r["text"]
+        results.append(
+            Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"], text,
+                   round(float(score), 4), r["granularity"], r["translation"])
+        )
+    return results
+
+
+def _lookup(conn, table, query, ranges: list[RefRange], k, filters: _Filters, version) -> SearchResponse:
+    """Verses of the referenced ranges in canonical order (the preferred translation first)."""
+    span = sql.SQL(" OR ").join(
+        sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Placeholder(f"s{i}"), sql.Placeholder(f"e{i}"))
+        for i in range(len(ranges)))
+    span_params = {key: value for i, r in enumerate(ranges)
+                   for key, value in ((f"s{i}", r.start_ordinal), (f"e{i}", r.end_ordinal))}
+    for translation in _translation_preference(filters):
+        where, params = filters.where(translation)
+        rows = conn.execute(
+            sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
+                    "ORDER BY ordinal, translation LIMIT %(k)s").format(
+                cols=sql.SQL(", ").join(map(sql.Identifier, rerank.COLUMNS)), table=table, span=span, where=where),
+            {**span_params, **params, "k": k},
+        ).fetchall()
+        if rows:
+            return SearchResponse(query, "reference", version, _rows_to_results(rows, [1.0] * len(rows)))
+    labels = "; ".join(r.label for r in ranges)
+    return SearchResponse(query, "reference", version, message=f"no verses of {labels} are in the index")
+
+
+def _translation_preference(filters: _Filters) -> list[str | None]:
+    if filters.translation:
+        return [filters.translation]
+    return [DEFAULT_TRANSLATION, None]
+
+
+def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder) -> list[tuple[str, float]]:
+    """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
+    cross-reference graph) fused by reciprocal rank fusion."""
+    where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    extra = " ".join(expansions(query))
+    vector = None
+    lists = []
+    if config.mode in ("hybrid", "vector"):
+        vector = embedder.encode([f"{query} {extra}" if config.expand_vector and extra else query])[0]
+        lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
+    if config.mode in ("hybrid", "lexical"):
+        lexical_extra = extra if config.expand_lexical else ""
+        lists.append((config.lexical_weight,
+                      candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config)))
+        if config.title_weight:
+            lists.append((config.title_weight, candidates.title_candidates(conn, table_name, query, where, params, config)))
+    fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
+    if config.mode == "hybrid" and config.xref_weight:
+        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
+        if linked:
+            fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
+    if config.mode == "hybrid" and config.prominence_weight:
+        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight)
+    return fused
+
+
+def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
+    ranked = _ranked(conn, table_name, query, filters, config, embedder)
+    if config.return_parents:
+        ranked = rerank.parents_of(conn, table_name, ranked)
+    # More than k hits are read when collapsing may drop some, spreading may move some back, or
+    # MMR chooses among them.
+    reranked = config.collapse_covered or config.per_source is not None or config.mmr_lambda is not None
+    pool = ranked[: k * 4 if reranked else k]
+    scores = dict(pool)
+    hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
+    if config.collapse_covered:
+        hits = rerank.collapse_covered(hits)
+    if config.per_source is not None and config.mode == "hybrid" and filters.given.kind is None:
+        hits = rerank.spread_sources(hits, config.per_source)
+    if config.mmr_lambda is not None:
+        hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
+    hits = hits[:k]
+    return SearchResponse(
+        query, config.mode, version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
+    )
+
+
+def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters: _Filters, version,
+                config: SearchConfig, embedder) -> SearchResponse | None:
+    """The lexicon entry (exact, then fuzzy, then by meaning), then the WEB verses tagged with its
+    Strong's number. None when a bare word turns out to be no transliteration: an ordinary search
+    answers it instead."""
+    entries = _lexicon_entries(conn, table_name, word, filters, config, embedder)
+    if not entries:
+        if word.how == "number":
+            return SearchResponse(query, "word-study", version, message=f"no Strong's entry for {word.term!r} is in the index")
+        return None
+    table = sql.Identifier(table_name)
+    numbers = list(dict.fromkeys(number for _, number in entries))
+    where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    # The query's words besides a number or Greek/Hebrew script ("G26 in John's letters", "the
+    # Greek word for love") order the verses by meaning; a bare number or word lists them in
+    # canonical order.
+    rest = _NUMBER_OR_SCRIPT.sub(" ", query).strip()
+    order = sql.SQL("ordinal")
+    query_params: dict = {}
+    if len(rest.split()) >= 2:
+        order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": embedder.encode([rest])[0]}
+    # Materialised so the planner filters by number first: an HNSW scan ordered by the query
+    # would see only its nearest few hundred verses and could return fewer than k.
+    verses = conn.execute(
+        sql.SQL("WITH tagged AS MATERIALIZED (SELECT chunk_id, ordinal, embedding FROM {table} "
+                "WHERE granularity = 'verse' AND (metadata -> 'strongs') ?| %(numbers)s AND {where}) "
+                "SELECT chunk_id FROM tagged ORDER BY {order} LIMIT %(k)s").format(table=table, where=where, order=order),
+        {"numbers": numbers, **params, **query_params, "k": k},
+    ).fetchall()
+    ids = [chunk_id for chunk_id, _ in entries] + [chunk_id for (chunk_id,) in verses]
+    rows = rerank.rows_by_id(conn, table_name, ids[:k])
+    return SearchResponse(query, "word-study", version, _rows_to_results(rows, [1.0] * len(rows)))
+
+
+_NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+", re.IGNORECASE)
+
+
+def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Filters, config: SearchConfig,
+                     embedder) -> list[tuple[str, str]]:
+    """(chunk_id, Strong's number) of the entries the word names, best first."""
+    table = sql.Identifier(table_name)
+    # The caller's testament, genre or tradition filters narrow the verses, not the dictionary.
+    where, params = _Filters(filters.principals, Filters(kind="lexicon")).where(None)
+    language = sql.SQL("TRUE")
+    if word.language:
+        language = sql.SQL("metadata ->> 'language' = %(language)s")
+        params = {**params, "language": word.language}
+
+    def matching(condition: str, order: str = "chunk_id", **values) -> list[tuple[str, str]]:
+        return conn.execute(
+            sql.SQL("SELECT chunk_id, metadata ->> 'strongs' FROM {table} WHERE kind = 'lexicon' AND {language} "
+                    "AND {where} AND {condition} ORDER BY {order} LIMIT 3").format(
+                table=table, language=language, where=where, condition=sql.SQL(condition), order=sql.SQL(order)),
+            {**params, **values},
+        ).fetchall()
+
+    if word.how == "number":
+        return matching("metadata ->> 'strongs' = %(term)s", term=word.term)
+    if word.how == "script":
+        term = plain_letters(word.term)
+        return matching("metadata ->> 'lemma_plain' = %(term)s", term=term) or matching(
+            "similarity(metadata ->> 'lemma_plain', %(term)s) > 0.4",
+            "similarity(metadata ->> 'lemma_plain', %(term)s) DESC, chunk_id", term=term)
+    if word.how == "transliteration":
+        words = word.term.split()
+        exact = matching("metadata ->> 'plain' = ANY(%(words)s)", words=words)
+        if exact or not word.language:
+            return exact
+        return matching("similarity(metadata ->> 'plain', %(term)s) > 0.4",
+                        "similarity(metadata ->> 'plain', %(term)s) DESC, chunk_id", term=word.term)
+    # "the Greek word for love": first the entries whose definition holds the word, ranked by how
+    # many WEB verses that say the word carry their number (the word the translators rendered so
+    # most often); then, for a meaning no definition states, the entries nearest by hybrid search.
+    used = _entries_by_use(conn, table, word, where, params, language)
+    if used:
+        return used
+    ranked = _ranked(conn, table_name, word.term, _Filters(filters.principals, Filters(kind="lexicon")),
+                     # The word asked about, not its theological neighbours: "grace" must find
+                     # charis, not the words for mercy the expansion would add.
+                     replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),
+                     embedder)
+    ids = [chunk_id for chunk_id, _ in ranked[:50]]
+    return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
+
+
+def _entries_by_use(conn, table, word: word_study.WordQuery, where, params, language) -> list[tuple[str, str]]:
+    return conn.execute(
+        sql.SQL(
+            """
+            WITH uses AS (
+                SELECT number, count(*) AS verses
+                FROM {table}, jsonb_array_elements_text(metadata -> 'strongs') AS number
+                WHERE granularity = 'verse' AND translation = %(translation)s
+                  AND tsv @@ plainto_tsquery('english', %(term)s)
+                GROUP BY number)
+            SELECT e.chunk_id, e.metadata ->> 'strongs'
+            FROM {table} e JOIN uses u ON u.number = e.metadata ->> 'strongs'
+            WHERE e.kind = 'lexicon' AND {language} AND {where}
+              AND e.tsv @@ plainto_tsquery('english', %(term)s)
+            ORDER BY u.verses DESC, e.chunk_id
+            LIMIT 3
+            """
+        ).format(table=table, language=language, where=where),
+        {**params, "term": word.term, "translation": DEFAULT_TRANSLATION},
+    ).fetchall()

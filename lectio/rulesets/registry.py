@@ -1,0 +1,112 @@
+"""The per-source stages, dispatched on the source's format: read → parse → chunk.
+
+Each stage takes the source id and re-validates the source from the sources file, so a bad
+entry fails its own stage with a SourceError and never the others'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lectio.rulesets import commentary
+from lectio.rulesets import documents
+from lectio.rulesets import strongs as lexicon
+from lectio.rulesets import modern
+from lectio.rulesets import notes
+from lectio.rulesets import patristic
+from lectio.rulesets import westminster as reformation
+from lectio.rulesets import scripture
+from lectio.rulesets import theses
+from lectio.rulesets.chunk import Chunk
+from lectio.readers.raw import RawText
+from lectio.sources import Source, SourceError, load_source
+
+
+@dataclass(frozen=True)
+class Format:
+    read: Callable[[Source, Path], RawText]
+    parse: Callable[[Source, RawText], Any]
+    chunk: Callable[[Source, Any], list[Chunk]]
+    ruleset: str
+
+
+def _module_format(module) -> Format:
+    # A module with several named rulesets (scripture's baselines) is versioned by all of them.
+    versions = getattr(module, "RULESETS", {"default": module.RULESET})
+    return Format(module.read, module.parse, module.chunk, ",".join(sorted(versions.values())))
+
+
+# (format, kind) → handler; kind None is the format's default. The same file format can hold
+# different content types (a markdown document, a patristic text), each with its own ruleset.
+FORMATS: dict[tuple[str, str | None], Format] = {
+    ("sword-bible", None): _module_format(scripture),
+    ("markdown", None): _module_format(documents),
+    ("text", None): _module_format(documents),
+    ("html", None): _module_format(documents),
+    ("sword-commentary", None): _module_format(commentary),
+    ("sword-lexicon", None): _module_format(lexicon),
+    ("westminster-json", None): _module_format(reformation),
+    ("text", "reformation"): _module_format(theses),
+    ("notes-jsonl", None): _module_format(notes),
+    ("markdown", "patristic"): _module_format(patristic),
+    ("text", "patristic"): _module_format(patristic),
+    ("markdown", "modern"): _module_format(modern),
+    ("text", "modern"): _module_format(modern),
+}
+
+
+def rulesets() -> dict[str, str]:
+    """Ruleset version per (format, kind); a change in any rule changes these."""
+    return {f"{fmt}/{kind or '*'}": handler.ruleset for (fmt, kind), handler in sorted(FORMATS.items(), key=str)}
+
+
+def source_and_format(sources_file: Path, source_id: str) -> tuple[Source, Format]:
+    source = load_source(sources_file, source_id)
+    fmt = FORMATS.get((source.format, source.kind)) or FORMATS.get((source.format, None))
+    if fmt is None:
+        raise SourceError(source.id, f"format {source.format!r} has no reader in this version of lectio")
+    return source, fmt
+
+
+def read_source(sources_file: Path, source_id: str, corpus_dir: Path) -> RawText:
+    source, fmt = source_and_format(sources_file, source_id)
+    return fmt.read(source, corpus_dir)
+
+
+def parse_source(sources_file: Path, source_id: str, raw: RawText) -> Any:
+    source, fmt = source_and_format(sources_file, source_id)
+    return fmt.parse(source, raw)
+
+
+def chunk_source(sources_file: Path, source_id: str, parsed: Any) -> list[Chunk]:
+    source, fmt = source_and_format(sources_file, source_id)
+    chunks = fmt.chunk(source, parsed)
+    ids = [c.chunk_id for c in chunks]
+    if len(set(ids)) != len(ids):
+        raise SourceError(source_id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
+    return chunks
+
+
+def structure_facts(parsed: Any, units_read: int) -> dict[str, Any]:
+    """What the parsed-structure stage shows about a source: verse counts for a Bible (empty
+    slots listed, not dropped), the number of structural units for anything else."""
+    import pandas as pd
+
+    if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
+        empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
+        return {
+            "verse_slots": len(parsed),
+            "verses": len(parsed) - len(empty),
+            "empty_verses": len(empty),
+            "empty_verse_refs": ", ".join(empty) or "none",
+            "paragraph_starts": int(parsed["paragraph_start"].sum()),
+            "books": int(parsed["book"].nunique()),
+            "chapters": int(parsed[["book", "chapter"]].drop_duplicates().shape[0]),
+            "units_read": units_read,
+        }
+    facts: dict[str, Any] = {"units_read": units_read}
+    if hasattr(parsed, "__len__"):
+        facts["structural_units"] = len(parsed)
+    return facts

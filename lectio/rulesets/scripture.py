@@ -1,0 +1,355 @@
+"""Scripture from a SWORD Bible module: raw verses → verse structure → verse and pericope chunks.
+
+Seed 000: the verse is the natural retrieval unit, and a pericope (a multi-verse argument or
+narrative) is indexed beside it so a query about a whole passage can match the passage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from lectio.bible.books import book_by_id, book_by_osis, find_book
+from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.readers.corpus import CorpusError, ensure_sword_module
+from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, tokenizer
+from lectio.bible.pericopes import ATTRIBUTION, assign_pericopes, load_pericopes
+from lectio.readers.raw import RawText, hash_parts
+from lectio.readers.sword_bible import MAX_VERSE_CHARS, parse_verse, read_sword_bible
+from lectio.bible.refs import UnknownReference, parse_reference
+from lectio.sources import Source, SourceError
+from lectio.rulesets.textsplit import sentences
+
+# Named rulesets a source picks with `chunking:`. "structural" is lectio's; "chapter" and
+# "fixed-512" are the baselines of seed 003 and DESIGN §3, kept to measure the gain against.
+RULES = {
+    "structural": {
+        "granularities": ["verse", "pericope", "paragraph"],
+        "pericopes": "biblelib BSB",
+        "pericope_text": "title line, then the verses joined by spaces",
+        "uncovered_verses": "join the preceding pericope of the book",
+        "paragraph_context_sentences": 2,
+        "paragraph_max_tokens": MAX_TEXT_TOKENS,
+        "revision": 2,
+    },
+    "chapter": {"granularities": ["chapter"], "revision": 1},
+    "fixed-512": {"granularities": ["window"], "window_tokens": 512, "overlap_tokens": 64, "revision": 1},
+}
+RULESETS = {name: ruleset_version(f"scripture-{name}", rules) for name, rules in RULES.items()}
+RULESET = RULESETS["structural"]
+# Rules a source may override with `rules:` in the sources file, with their allowed range. This is
+# how a migration tries a candidate (seed 001): the overridden rules are hashed into the ruleset
+# version like any other rule, so the candidate's chunks are a new index version.
+TUNABLE = {
+    "structural": {"paragraph_context_sentences": (0, 5), "paragraph_max_tokens": (32, MAX_TEXT_TOKENS)},
+    "fixed-512": {"window_tokens": (32, 2048), "overlap_tokens": (0, 1024)},
+}
+
+
+def effective_rules(source: Source) -> tuple[str, dict, str]:
+    """(ruleset name, its rules with the source's overrides, their version) for a source."""
+    name = source.chunking or "structural"
+    if name not in RULES:
+        raise SourceError(source.id, f"unknown scripture chunking {name!r}; expected one of {', '.join(RULES)}")
+    allowed = TUNABLE.get(name, {})
+    for rule, value in source.rules.items():
+        if rule not in allowed:
+            names = ", ".join(allowed) or "none"
+            raise SourceError(source.id, f"scripture chunking {name!r} has no tunable rule {rule!r} (tunable: {names})")
+        low, high = allowed[rule]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise SourceError(source.id, f"rule {rule!r} must be a whole number from {low} to {high}, got {value!r}")
+    rules = {**RULES[name], **source.rules}
+    if name == "fixed-512" and rules["overlap_tokens"] >= rules["window_tokens"]:
+        raise SourceError(source.id, "rule 'overlap_tokens' must be smaller than 'window_tokens'")
+    # Unchanged rules hash to the named ruleset's own version, so an override equal to the
+    # default is no change.
+    return name, rules, ruleset_version(f"scripture-{name}", rules)
+
+
+# ---------------------------------------------------------------- raw texts
+
+
+def read(source: Source, corpus_dir: Path) -> RawText:
+    if source.path is not None:
+        library, module = source.path, source.module
+        if not (library / "mods.d").is_dir():
+            raise SourceError(source.id, f"{library} is not a SWORD library (no mods.d folder)")
+    else:
+        module = source.module
+        try:
+            library = ensure_sword_module(corpus_dir, module)
+        except CorpusError as exc:
+            raise SourceError(source.id, str(exc)) from None
+    if not module:
+        raise SourceError(source.id, "format 'sword-bible' needs a 'module' name")
+    select = chapter_filter(source)
+    try:
+        verses = list(read_sword_bible(library, module, select))
+    except (ValueError, OSError) as exc:
+        raise SourceError(source.id, f"cannot read SWORD module {module!r}: {exc}") from None
+    if not verses:
+        raise SourceError(source.id, f"SWORD module {module!r} has no verses" + (" in 'select'" if select else ""))
+    return RawText(
+        source.id,
+        hash_parts(f"{v.book_osis}.{v.chapter}.{v.verse}\t{v.markup}" for v in verses),
+        verses,
+        units=len(verses),
+    )
+
+
+def chapter_filter(source: Source):
+    """`select: "Philippians; Romans 5-8"` reads only those books or chapters (tests, demos)."""
+    if not source.select:
+        return None
+    spans = []  # (first ordinal, last ordinal)
+    for part in str(source.select).split(";"):
+        book = find_book(part.strip())
+        if book is not None:
+            spans.append((book.number * 1_000_000, book.number * 1_000_000 + 999_999))
+            continue
+        try:
+            ranges = parse_reference(part)
+        except UnknownReference as exc:
+            raise SourceError(source.id, f"'select' names no real passage: {exc}") from None
+        if not ranges:
+            raise SourceError(source.id, f"'select' part {part.strip()!r} is not a book or reference")
+        spans.extend((r.start_ordinal, r.end_ordinal) for r in ranges)
+
+    def wanted(book_osis: str, chapter: int) -> bool:
+        number = book_by_osis(book_osis).number
+        first, last = number * 1_000_000 + chapter * 1_000, number * 1_000_000 + chapter * 1_000 + 999
+        return any(start <= last and first <= end for start, end in spans)
+
+    return wanted
+
+
+# ---------------------------------------------------------------- parsed structure
+
+
+def parse(source: Source, raw: RawText) -> pd.DataFrame:
+    """One row per verse slot: book, chapter, verse, clean text, paragraph start, Strong's."""
+    rows = []
+    for v in raw.payload:
+        book = book_by_osis(v.book_osis)
+        parsed = parse_verse(v.markup, chapter_start=v.verse == 1)
+        if len(parsed.text) > MAX_VERSE_CHARS:
+            # No verse is that long: non-verse matter (a glossary, an appendix) leaked in.
+            raise SourceError(
+                source.id,
+                f"{book.name} {v.chapter}:{v.verse} is {len(parsed.text)} characters long "
+                f"(limit {MAX_VERSE_CHARS}); the module's markup was not understood",
+            )
+        rows.append(
+            {
+                "ref": f"{book.id}_{v.chapter}_{v.verse}",
+                "book": book.id,
+                "book_number": book.number,
+                "chapter": v.chapter,
+                "verse": v.verse,
+                "ordinal": book.number * 1_000_000 + v.chapter * 1_000 + v.verse,
+                "text": parsed.text,
+                "paragraph_start": parsed.paragraph_start,
+                "strongs": list(parsed.strongs),
+                "titles": list(parsed.titles),
+                "dropped_chars": parsed.dropped_chars,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def empty_verses(structure: pd.DataFrame) -> list[str]:
+    return structure.loc[structure["text"] == "", "ref"].tolist()
+
+
+# ---------------------------------------------------------------- chunks
+
+
+def chunk(source: Source, structure: pd.DataFrame) -> list[Chunk]:
+    name, rules, version = effective_rules(source)
+    verses = structure[structure["text"] != ""].reset_index(drop=True)
+    suffix = (source.translation or source.id).lower()
+    if name == "structural":
+        pericopes, parent_of = _pericopes(verses, source, suffix)
+        specs = _verses(verses, source, suffix, parent_of) + pericopes + _paragraphs(verses, source, suffix, rules)
+    elif name == "chapter":
+        specs = _chapters(verses, source, suffix)
+    else:
+        specs = _fixed_windows(verses, source, suffix, **{k: rules[k] for k in ("window_tokens", "overlap_tokens")})
+    return _to_chunks(specs, source, version)
+
+
+def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
+    tokens = count_tokens([s["text"] for s in specs])
+    chunks = []
+    for spec, n in zip(specs, tokens):
+        book = book_by_id(spec["book"])
+        chunks.append(
+            Chunk(
+                source_id=source.id,
+                kind=source.kind,
+                tokens=n,
+                acl=source.acl,
+                ruleset=ruleset,
+                translation=source.translation,
+                testament=book.testament,
+                genre=book.genre,
+                breadcrumb=f"{source.title} › {book.name} {spec['chapter']}",
+                **spec,
+            )
+        )
+    return chunks
+
+
+def _span(rows: pd.DataFrame, source: Source, suffix: str, label_suffix: str = "") -> dict:
+    """Fields shared by every chunk that covers a run of verses."""
+    first, last = rows.iloc[0], rows.iloc[-1]
+    if first.book != last.book:
+        end = f"{last.book}_{last.chapter}_{last.verse}"
+        label = f"{_label(first)}-{_label(last)}"
+    elif first.chapter != last.chapter:
+        end = f"{last.chapter}_{last.verse}"
+        label = f"{_label(first)}-{last.chapter}:{last.verse}"
+    else:
+        end = f"{last.verse}"
+        label = f"{_label(first)}-{last.verse}"
+    return dict(
+        chunk_id=f"{first.ref}_{end}_{suffix}{label_suffix}",
+        header=f"{label} ({source.translation or source.id})",
+        refs=tuple(rows["ref"]),
+        ordinal=int(first.ordinal),
+        book=first.book,
+        chapter=int(first.chapter),
+        verse=int(first.verse),
+        metadata={"start_ref": first.ref, "end_ref": last.ref},
+    )
+
+
+def _pericopes(verses: pd.DataFrame, source: Source, suffix: str) -> tuple[list[dict], dict]:
+    pericopes = load_pericopes()
+    assignment = assign_pericopes(list(zip(verses["book_number"], verses["chapter"], verses["verse"])), pericopes)
+    verses["pericope"] = pd.array(assignment.indices, dtype="Int64")
+    specs, parent_of = [], {}
+    for index, group in verses.groupby("pericope", sort=False):
+        title = pericopes[int(index)].title
+        spec = _span(group, source, suffix)
+        spec.update(granularity="pericope", text=f"{title}\n" + " ".join(group["text"]), title=title)
+        spec["metadata"].update(theme=title, attribution=ATTRIBUTION)
+        parent_of[int(index)] = spec["chunk_id"]
+        specs.append(spec)
+    return specs, parent_of
+
+
+def _verses(verses: pd.DataFrame, source: Source, suffix: str, parent_of: dict) -> list[dict]:
+    return [
+        dict(
+            chunk_id=f"{v.ref}_{suffix}",
+            granularity="verse",
+            text=v.text,
+            header=f"{_label(v)} ({source.translation or source.id})",
+            parent_id=None if pd.isna(v.pericope) else parent_of.get(int(v.pericope)),
+            refs=(v.ref,),
+            ordinal=int(v.ordinal),
+            book=v.book,
+            chapter=int(v.chapter),
+            verse=int(v.verse),
+            metadata={"paragraph_start": bool(v.paragraph_start), "strongs": list(v.strongs)},
+        )
+        for v in verses.itertuples(index=False)
+    ]
+
+
+def _paragraphs(verses: pd.DataFrame, source: Source, suffix: str, rules: dict) -> list[dict]:
+    """Seed 003: each paragraph with two sentences of its neighbours either side, within the model's
+    window; a paragraph too long for it is cut at verse boundaries (poetry has few marks)."""
+    context = rules["paragraph_context_sentences"]
+    new_paragraph = (
+        verses["paragraph_start"]
+        | (verses["book"] != verses["book"].shift())
+        | (verses["chapter"] != verses["chapter"].shift())
+    )
+    groups = [g for _, g in verses.groupby(new_paragraph.cumsum(), sort=False)]
+    texts = [" ".join(g["text"]) for g in groups]
+    verse_tokens = dict(zip(verses["ref"], count_tokens(verses["text"].tolist())))
+    sentences_of = [sentences(t) for t in texts]
+    specs = []
+    for i, group in enumerate(groups):
+        same_book = lambda j: 0 <= j < len(groups) and groups[j].iloc[0].book == group.iloc[0].book  # noqa: E731
+        before = sentences_of[i - 1] if same_book(i - 1) else []
+        after = sentences_of[i + 1] if same_book(i + 1) else []
+        window = [" ".join(before[-context:]), " ".join(after[:context])]
+        budget = rules["paragraph_max_tokens"] - sum(count_tokens(window)) - 2
+        for piece in _pack_verses(group, verse_tokens, max(budget, rules["paragraph_max_tokens"] // 2)):
+            core = " ".join(piece["text"])
+            # Two sentences of context each side where they fit, else one, else none: the
+            # paragraph's own verses are never cut to make room.
+            for n in range(context, -1, -1):
+                parts = [" ".join(before[len(before) - n :]) if n else "", core, " ".join(after[:n])]
+                text = "\n".join(t for t in parts if t)
+                if count_tokens([text])[0] <= rules["paragraph_max_tokens"]:
+                    break
+            spec = _span(piece, source, suffix, "_para")
+            spec.update(granularity="paragraph", text=text)
+            spec["metadata"]["context_sentences"] = n
+            specs.append(spec)
+    return specs
+
+
+def _pack_verses(group: pd.DataFrame, verse_tokens: dict, budget: int) -> list[pd.DataFrame]:
+    pieces, start, used = [], 0, 0
+    for position, ref in enumerate(group["ref"]):
+        size = verse_tokens[ref] + 1
+        if position > start and used + size > budget:
+            pieces.append(group.iloc[start:position])
+            start, used = position, 0
+        used += size
+    pieces.append(group.iloc[start:])
+    return pieces
+
+
+def _chapters(verses: pd.DataFrame, source: Source, suffix: str) -> list[dict]:
+    specs = []
+    for (_, chapter), group in verses.groupby(["book_number", "chapter"], sort=False):
+        first = group.iloc[0]
+        spec = _span(group, source, suffix)
+        spec.update(
+            chunk_id=f"{first.book}_{chapter}_{suffix}_chapter",
+            header=f"{book_by_id(first.book).name} {chapter} ({source.translation or source.id})",
+            granularity="chapter",
+            text=" ".join(group["text"]),
+        )
+        specs.append(spec)
+    return specs
+
+
+def _fixed_windows(verses: pd.DataFrame, source: Source, suffix: str, window_tokens: int, overlap_tokens: int) -> list[dict]:
+    """The generic baseline: each book as one token stream cut every window_tokens with overlap,
+    blind to verses, paragraphs and chapters; a window covers every verse it touches."""
+    specs = []
+    for _, book in verses.groupby("book_number", sort=False):
+        text, spans, position = "", [], 0
+        for verse_text in book["text"]:
+            spans.append((position, position + len(verse_text)))
+            text += verse_text + " "
+            position = len(text)
+        encoding = tokenizer().encode(text, add_special_tokens=False)
+        offsets = encoding.offsets
+        step = window_tokens - overlap_tokens
+        for number, start in enumerate(range(0, max(len(offsets) - overlap_tokens, 1), step), start=1):
+            end = min(start + window_tokens, len(offsets))
+            first_char, last_char = offsets[start][0], offsets[end - 1][1]
+            inside = [i for i, (a, b) in enumerate(spans) if a < last_char and b > first_char]
+            rows = book.iloc[inside[0] : inside[-1] + 1]
+            spec = _span(rows, source, suffix)
+            spec.update(
+                chunk_id=f"{rows.iloc[0].book}_w{number:04d}_{suffix}_fixed",
+                granularity="window",
+                text=text[first_char:last_char],
+            )
+            specs.append(spec)
+    return specs
+
+
+def _label(verse) -> str:
+    return f"{book_by_id(verse.book).name} {verse.chapter}:{verse.verse}"

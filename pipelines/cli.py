@@ -1,0 +1,307 @@
+"""The `lectio` command. Dagster is imported only by the commands that run Dagster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from lectio.index import store
+from lectio.index.database import ensure_database, stop_embedded
+from lectio.settings import PROJECT_ROOT, load_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "sources", None):
+        os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
+    return args.handler(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lectio", description="Permission-aware retrieval index for theology texts.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def command(name, handler, help):
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    run = command("run", _run, "materialise every asset: the main job")
+    run.add_argument("--sources", help="sources file (default data/sources.yaml)")
+    run.add_argument("--candidate", action="store_true", help="build the index version but leave the live one")
+
+    dev = command("dev", _dev, "start the database and the Dagster UI")
+    dev.add_argument("--sources", help="sources file (default data/sources.yaml)")
+    dev.add_argument("--port", type=int, default=3000)
+
+    search = command("search", _search, "search the live index")
+    search.add_argument("query")
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--principal", action="append", help="caller principal (repeatable); default public")
+    search.add_argument("--kind")
+    search.add_argument("--translation")
+    search.add_argument("--index", help="index version (default: the live one)")
+    search.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+    search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
+    search.add_argument("--testament", help="OT or NT")
+    search.add_argument("--genre", help="law, history, wisdom, poetry, prophecy, gospel, epistle or apocalyptic")
+    search.add_argument("--tradition", help="a commentary's tradition, as its source names it")
+    search.add_argument("--tier", help="a commentary's tier, as its source names it")
+    search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
+                        help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
+    search.add_argument("--prominence", type=float, metavar="WEIGHT",
+                        help="weight of how often the corpus cites a passage (default 0.1; 0 turns it off)")
+    search.add_argument("--mmr", type=float, metavar="LAMBDA",
+                        help="diversify the results by maximal marginal relevance (1 = relevance only)")
+
+    evaluate = command("eval", _eval, "score an index version against a labelled query set")
+    evaluate.add_argument("queries", help="JSONL query set (DESIGN §4)")
+    evaluate.add_argument("--k", type=int, default=20)
+    evaluate.add_argument("--index", help="index version (default: the live one)")
+    evaluate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+
+    index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
+    index.add_argument("action", choices=["list", "switch", "rollback", "prune"])
+    index.add_argument("version", nargs="?")
+    index.add_argument("--keep", type=int, default=3,
+                       help="prune: other versions kept besides the live one and the rollback target (default 3)")
+
+    migrate = command("migrate", _migrate, "build a candidate index beside the live one, gate it on "
+                      "labelled queries, switch it in only if it is no worse")
+    migrate.add_argument("--sources", help="sources file with the new rules (default data/sources.yaml)")
+    migrate.add_argument("--queries", nargs="+", metavar="Q.jsonl",
+                         help="labelled query sets to gate on (default data/queries/theology.jsonl)")
+    migrate.add_argument("--tolerance", type=float, help="largest recall@20 drop allowed (default 0.03)")
+    migrate.add_argument("--tolerance-for", action="append", default=[], metavar="METRIC=DROP",
+                         help="guard another metric, or 'METRIC=off' to stop guarding it (default guards: "
+                              "recall@20=0.03, budget_recall@1000=0.05)")
+    migrate.add_argument("--keep", type=int, default=3,
+                         help="other versions kept besides the live one and the rollback target (default 3)")
+    migrate.add_argument("--k", type=int, default=20)
+    migrate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+
+    command("down", _down, "stop the embedded database of LECTIO_HOME")
+
+    dagster = commands.add_parser(
+        "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
+    )
+    dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
+    dagster.set_defaults(handler=_dagster)
+    return parser
+
+
+def _print(args, payload: dict, text: str) -> None:
+    print(json.dumps(payload, indent=2, default=str) if args.json else text)
+
+
+def _run(args) -> int:
+    from pipelines.runners import Interrupted, run_main
+
+    if not args.json:
+        logging.basicConfig(format="      %(message)s")
+        logging.getLogger("lectio").setLevel(logging.INFO)
+    try:
+        report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+    except Interrupted as exc:
+        print(f"lectio run: interrupted, {exc}", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    return 0 if not report.failed and report.index.get("ok") else 1
+
+
+def _dagster_env() -> dict[str, str]:
+    from pipelines.home import prepare_dagster_env
+
+    settings = load_settings()
+    return {**os.environ, **prepare_dagster_env(settings, ensure_database(settings))}
+
+
+def _dagster(args) -> int:
+    """The dagster CLI with DAGSTER_HOME and storage of this home, run from the project root."""
+    extra = args.dagster_args
+    if extra[:2] == ["definitions", "validate"] and "-w" not in extra and "-m" not in extra:
+        extra = [*extra, "-w", str(PROJECT_ROOT / "workspace.yaml")]
+    return subprocess.run(["dagster", *extra], cwd=PROJECT_ROOT, env=_dagster_env()).returncode
+
+
+def _dev(args) -> int:
+    env = _dagster_env()
+
+    def default_signals():
+        # A process started in the background inherits ignored SIGINT/SIGTERM; dagster dev
+        # then cannot be stopped. Give it the default handlers back.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    cmd = ["dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
+    print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
+    child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, preexec_fn=default_signals)
+
+    def forward(signum, _frame):
+        child.send_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    return child.wait()
+
+
+def _search(args) -> int:
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
+
+    settings = load_settings()
+    filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
+                      tradition=args.tradition, tier=args.tier)
+    if args.k < 1:
+        print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
+        return 2
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        response = search(
+            conn,
+            args.query,
+            k=args.k,
+            principals=tuple(args.principal or DEFAULT_PRINCIPALS),
+            version=args.index,
+            config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
+                                xref_weight=args.xrefs,
+                                **({} if args.prominence is None else {"prominence_weight": args.prominence})),
+            filters=filters,
+        )
+    lines = [f"{response.message}"] if response.message else []
+    for r in response.results:
+        refs = ", ".join(r.refs[:3]) + (" …" if len(r.refs) > 3 else "")
+        lines.append(f"{r.rank:>2}. {r.chunk_id}  [{refs}]  score {r.score:.3f}\n    {r.text[:200]}")
+    _print(args, response.to_json(), "\n".join(lines) or "no results")
+    return 0 if response.results else 1
+
+
+def _eval(args) -> int:
+    from lectio.evaluation.metrics import evaluate_index
+    from lectio.evaluation.querysets import load_queries
+
+    settings = load_settings()
+    queries = load_queries(Path(args.queries))
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode)
+    overall = report["overall"]
+    text = "\n".join(f"{metric:<20} {value if value is not None else '-'}" for metric, value in overall.items())
+    _print(args, report, text)
+    return 0
+
+
+def _index(args) -> int:
+    settings = load_settings()
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        if args.action == "switch":
+            if not args.version:
+                print("lectio index switch needs a VERSION", file=sys.stderr)
+                return 2
+            store.switch_live(conn, args.version)
+        elif args.action == "rollback":
+            previous = conn.execute("SELECT previous FROM live_index").fetchone()
+            if not previous or not previous[0]:
+                print("no previous version to roll back to", file=sys.stderr)
+                return 1
+            store.switch_live(conn, previous[0])
+        elif args.action == "prune":
+            from lectio.evaluation.gate import retain
+
+            try:
+                with store.migration_lock(conn):  # never drop a candidate a migration is about to gate
+                    dropped = retain(conn, args.keep)
+            except (ValueError, store.MigrationRunning) as exc:
+                print(f"lectio index prune: {exc}", file=sys.stderr)
+                return 2
+            if not args.json:
+                print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
+        versions = store.list_versions(conn)
+    pruned = {"dropped": dropped} if args.action == "prune" else {}
+    payload = {
+        "versions": [
+            {"version": v.version, "ruleset": v.ruleset, "rows": v.rows, "metrics": v.metrics,
+             "live": v.live, "status": v.status, "sources": v.sources}
+            for v in versions
+        ],
+        **pruned,
+    }
+    text = "\n".join(
+        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}"
+        + _metrics_line(v.metrics) for v in versions
+    )
+    _print(args, payload, text or "no index versions yet")
+    return 0
+
+
+def _metrics_line(metrics: dict) -> str:
+    """A version's stored scores and gate verdict, indented under its line."""
+    parts = []
+    for name, overall in (metrics or {}).get("evaluation", {}).get("query_sets", {}).items():
+        scores = ", ".join(f"{m} {overall[m]:.3f}" for m in ("recall@20", "mrr", "budget_recall@1000")
+                           if overall.get(m) is not None)
+        parts.append(f"{name} (n={overall.get('n')}): {scores}")
+    gate = (metrics or {}).get("gate")
+    if gate:
+        parts.append(f"gate vs {gate.get('against')}: {gate.get('decision')}")
+    return "".join(f"\n           {p}" for p in parts)
+
+
+def _migrate(args) -> int:
+    from lectio.evaluation.gate import DEFAULT_TOLERANCES, GateResult, describe
+    from lectio.index.store import MigrationRunning
+    from pipelines.runners import Interrupted, run_migration
+
+    tolerances = dict(DEFAULT_TOLERANCES)
+    if args.tolerance is not None:
+        tolerances["recall@20"] = args.tolerance
+    for item in args.tolerance_for:
+        metric, _, value = item.partition("=")
+        if not value:
+            print(f"--tolerance-for needs METRIC=DROP or METRIC=off, got {item!r}", file=sys.stderr)
+            return 2
+        if value.strip().lower() == "off":
+            tolerances.pop(metric.strip(), None)
+        else:
+            try:
+                tolerances[metric.strip()] = float(value)
+            except ValueError:
+                print(f"--tolerance-for {metric}: {value!r} is not a number or 'off'", file=sys.stderr)
+                return 2
+    if not args.json:
+        logging.basicConfig(format="      %(message)s")
+        logging.getLogger("lectio").setLevel(logging.INFO)
+    try:
+        report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
+                               k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
+    except (ValueError, OSError, MigrationRunning) as exc:  # before anything is built
+        print(f"lectio migrate: {exc}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        print(f"lectio migrate: interrupted, {exc}; the live index is unchanged", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        print(describe(GateResult.from_json(report.gate)) if report.gate else f"REFUSED: {report.reason}")
+        e = report.embeddings
+        print(f"{e['embedded']:,} chunks embedded, {e['reused']:,} reused from the cache; {report.seconds:.1f}s")
+    return 0 if report.ok else 1
+
+
+def _down(args) -> int:
+    stopped = stop_embedded(load_settings())
+    _print(args, {"stopped": stopped}, "database stopped" if stopped else "no embedded database running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""`lectio run`: every source through ingest (one Dagster run per source), then the index.
+
+Each source is its own run, so one bad source fails only itself; the index run comes last and
+is told which sources failed, so it never replaces a live index with a partial one.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from dagster import DagsterEventType, DagsterInstance
+
+from lectio.evaluation import gate as migration
+from lectio.index import store
+from lectio.index.database import ensure_database
+from lectio.settings import Settings
+from lectio.sources import source_ids
+from pipelines.definitions import build_definitions
+from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB
+from pipelines.home import prepare_dagster_env
+
+# Dagster's console logger prints every event and each failure's stack trace; lectio prints its
+# own summary instead, and the full story stays in the run's logs in the Dagster UI.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM stopped the main job: no later source is read and no index is built, so
+    the live index stays as it was."""
+
+
+@dataclass
+class SourceOutcome:
+    source_id: str
+    ok: bool
+    seconds: float
+    stages: dict[str, float] = field(default_factory=dict)  # asset → seconds
+    facts: dict[str, object] = field(default_factory=dict)  # metadata worth printing
+    error: str | None = None
+
+
+@dataclass
+class MainRunReport:
+    sources: list[SourceOutcome]
+    index: dict[str, object]
+    index_stages: dict[str, float]
+    seconds: float
+
+    @property
+    def failed(self) -> list[SourceOutcome]:
+        return [s for s in self.sources if not s.ok]
+
+    def to_json(self) -> dict:
+        return {
+            "ok": not self.failed and bool(self.index.get("ok")),
+            "seconds": round(self.seconds, 1),
+            "sources": [s.__dict__ for s in self.sources],
+            "index": self.index,
+            "index_stages": self.index_stages,
+        }
+
+
+def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True) -> MainRunReport:
+    """Raises Interrupted on SIGINT or SIGTERM."""
+    with _stop_on_signals():
+        return _run_main(settings, echo, switch_live)
+
+
+def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool) -> MainRunReport:
+    started = time.monotonic()
+    db = ensure_database(settings)
+    prepare_dagster_env(settings, db)
+    defs = build_definitions(settings.sources_file)
+    instance = DagsterInstance.get()
+    ingest = defs.resolve_job_def(INGEST_JOB)
+    ids = source_ids(settings.sources_file)
+
+    outcomes = []
+    for position, source_id in enumerate(ids, start=1):
+        echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
+        t0 = time.monotonic()
+        result = ingest.execute_in_process(
+            run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False
+        )
+        if _interrupted(result):
+            raise Interrupted(f"stopped while reading {source_id}")
+        outcome = SourceOutcome(
+            source_id,
+            result.success,
+            time.monotonic() - t0,
+            _stage_seconds(instance, result.run_id),
+            _facts(result, ["parsed_structure", "chunks", "embeddings"]),
+            None if result.success else _failure_message(result),
+        )
+        outcomes.append(outcome)
+        echo(_describe(outcome))
+
+    failed = [o.source_id for o in outcomes if not o.ok]
+    echo("index: size distribution, embeddings lookup, pgvector table …")
+    result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
+        run_config={**_QUIET, "ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": switch_live}}}},
+        instance=instance,
+        raise_on_error=False,
+    )
+    if _interrupted(result):
+        raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
+    index = {"ok": result.success, **_facts(result, ["search_index"]).get("search_index", {})}
+    if not result.success:
+        index["error"] = _failure_message(result)
+    report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
+    echo(_describe_index(report))
+    return report
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Make SIGINT and SIGTERM stop the whole job. While a run executes, Dagster takes both
+    signals and ends that run as interrupted (see _interrupted); without this, the loop went on
+    to the next source. Between runs, this handler raises at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def stop(signum, _frame):
+        raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _interrupted(result) -> bool:
+    return any(
+        event.event_type == DagsterEventType.RUN_FAILURE
+        and getattr(event.event_specific_data, "error", None) is not None
+        and event.event_specific_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.all_events
+    )
+
+
+def _stage_seconds(instance: DagsterInstance, run_id: str) -> dict[str, float]:
+    return {
+        s.step_key: round(s.end_time - s.start_time, 2)
+        for s in instance.get_run_step_stats(run_id)
+        if s.start_time and s.end_time
+    }
+
+
+def _facts(result, assets: list[str]) -> dict[str, dict]:
+    facts = {}
+    for name in assets:
+        try:
+            events = result.asset_materializations_for_node(name)
+        except Exception:  # the step never ran
+            continue
+        for event in events:
+            facts[name] = {k: v.value for k, v in event.metadata.items() if isinstance(v.value, (int, float, str, bool))}
+    return facts
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            # The root cause (the SourceError) rather than Dagster's wrapper around it.
+            while error.cause is not None:
+                error = error.cause
+            return error.message.strip()
+    return "failed (see the run in the Dagster UI)"
+
+
+def _describe(o: SourceOutcome) -> str:
+    if not o.ok:
+        return f"    FAILED {o.source_id}: {o.error}"
+    chunks = o.facts.get("chunks", {})
+    embed = o.facts.get("embeddings", {})
+    parsed = o.facts.get("parsed_structure", {})
+    parts = []
+    if "verses" in parsed:
+        parts.append(f"{parsed['verses']:,} verses ({parsed['empty_verses']} empty slots)")
+    counts = ", ".join(f"{v:,} {k.removeprefix('chunks_')}" for k, v in chunks.items() if k.startswith("chunks_"))
+    parts.append(f"{chunks.get('chunks', 0):,} chunks ({counts})")
+    parts.append(f"{embed.get('embedded', 0):,} embedded, {embed.get('reused_from_cache', 0):,} reused")
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in o.stages.items())
+    return f"    ok {o.source_id}: " + "; ".join(parts) + f" — {o.seconds:.1f}s [{stages}]"
+
+
+def _describe_index(report: MainRunReport) -> str:
+    index = report.index
+    if not index.get("ok"):
+        line = f"index FAILED: {index.get('error')}"
+    else:
+        how = "reused (unchanged)" if index.get("reused_existing_version") else "built"
+        line = f"index {index.get('version')} {how}: {index.get('rows', 0):,} rows; {index.get('decision')}"
+    lines = [line, f"done in {report.seconds:.1f}s"]
+    if report.failed:
+        lines.append(f"{len(report.failed)} source(s) failed:")
+        lines += [f"  - {o.source_id}: {o.error}" for o in report.failed]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- `lectio migrate`
+
+
+@dataclass
+class MigrationReport:
+    ok: bool
+    reason: str
+    candidate: str | None
+    build: dict  # the main run's report (sources, index), as `lectio run --json` prints it
+    gate: dict | None  # lectio.evaluation.gate.GateResult.to_json(), when the gate ran
+    seconds: float
+
+    @property
+    def embeddings(self) -> dict[str, int]:
+        embedded = sum(s["facts"].get("embeddings", {}).get("embedded", 0) for s in self.build["sources"])
+        reused = sum(s["facts"].get("embeddings", {}).get("reused_from_cache", 0) for s in self.build["sources"])
+        return {"embedded": embedded, "reused": reused}
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "reason": self.reason, "candidate": self.candidate, "seconds": round(self.seconds, 1),
+                "embeddings": self.embeddings, "gate": self.gate, "build": self.build}
+
+
+def run_migration(settings: Settings, query_sets: list[str] | None = None, tolerances: dict[str, float] | None = None,
+                  keep: int = migration.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
+                  echo: Callable[[str], None] = print) -> MigrationReport:
+    """Build the candidate beside the live index (the main job, without switching), then run
+    the gate job on it. The live index answers throughout; only the gate's switch changes it.
+    Raises store.MigrationRunning while another migration holds the database."""
+    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
+    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
+    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
+    with ensure_database(settings).connect() as conn, store.migration_lock(conn):
+        return _migrate(settings, paths, tolerances, keep, k, mode, echo)
+
+
+def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float], keep: int, k: int, mode: str,
+             echo: Callable[[str], None]) -> MigrationReport:
+    started = time.monotonic()
+    build = run_main(settings, echo=echo, switch_live=False)
+    index = build.index
+    candidate = index.get("version") if index.get("ok") else None
+
+    def done(ok, reason, gate=None):
+        return MigrationReport(ok, reason, candidate, build.to_json(), gate, time.monotonic() - started)
+
+    # A candidate missing a source (it failed, or its chunks failed a blocking quality check)
+    # holds the other sources' new chunks but is not the migration that was asked for.
+    problems = [f"{o.source_id}: {o.error}" for o in build.failed]
+    if not index.get("ok"):
+        problems.append(f"the index build failed: {index.get('error')}")
+    if index.get("quality_failures") not in (None, "none"):
+        problems.append(f"blocking quality checks failed: {index['quality_failures']}")
+    if problems:
+        return done(False, "candidate not gated: " + "; ".join(problems))
+
+    echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
+    defs = build_definitions(settings.sources_file)
+    result = defs.resolve_job_def(GATE_JOB).execute_in_process(
+        run_config={**_QUIET, "ops": {
+            "index_evaluation": {"config": {"query_sets": paths, "k": k, "mode": mode, "candidate": candidate}},
+            "live_index": {"config": {"tolerances": tolerances, "keep": keep}},
+        }},
+        instance=DagsterInstance.get(),
+        raise_on_error=False,
+    )
+    if not result.success:
+        return done(False, f"the gate failed: {_failure_message(result)}")
+    gate = result.output_for_node("live_index")
+    return done(gate["passed"], gate["reason"], gate)

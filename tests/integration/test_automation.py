@@ -1,0 +1,202 @@
+"""Schedules and sensors against a real instance: the nightly re-embed, the source-change sensor,
+the index after a batch, a backfill over partitions, and the failed-run alert."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    build_schedule_context,
+    build_sensor_context,
+    materialize,
+)
+
+from assets.source_assets import RULES_CODE_VERSION
+from pipelines.jobs import BATCH_TAG
+from pipelines.definitions import build_definitions
+from pipelines.jobs import INDEX_JOB, INGEST_JOB
+from pipelines.home import prepare_dagster_env
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PROJECT = Path(__file__).resolve().parents[2]
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+@pytest.fixture()
+def instance(settings, database):
+    prepare_dagster_env(settings, database)
+    return DagsterInstance.get()
+
+
+def _watched_corpus(folder: Path) -> Path:
+    """A small sources file of our own: two file sources and one SWORD module (already fetched
+    into the shared corpus), with ids no other test uses."""
+    shutil.copy(FIXTURES / "staff_guide.md", folder / "guide.md")
+    (folder / "notes").mkdir()
+    shutil.copy(FIXTURES / "notes" / "alice.jsonl", folder / "notes" / "alice.jsonl")
+    (folder / "rota.txt").write_text("Volunteer rota\n\nSunday: tea and coffee after the service.\n")
+    sources = folder / "sources.yaml"
+    sources.write_text(
+        "sources:\n"
+        "  - {id: watch-guide, kind: document, format: markdown, path: guide.md, acl: ['group:staff']}\n"
+        "  - {id: watch-notes, kind: notes, format: notes-jsonl, path: notes/alice.jsonl, acl: ['user:alice']}\n"
+        "  - {id: watch-rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
+        "  - {id: watch-kjv, kind: scripture, format: sword-bible, module: engKJV2006eb, select: 'Philippians 4',\n"
+        "     translation: KJV, acl: [public]}\n"
+    )
+    return sources
+
+
+def _sensor_tick(defs, name, instance, cursor=None):
+    sensor = defs.resolve_sensor_def(name)
+    return sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=defs.resources))
+
+
+def test_nightly_run_with_nothing_changed_embeds_nothing(main_run, settings, instance):
+    """The schedule asks for every source; with nothing changed every ingest run embeds zero
+    chunks, and the index sensor then reuses the live index version."""
+    defs = build_definitions(settings.sources_file)
+    schedule = defs.resolve_schedule_def("nightly_reembed")
+    night = datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)
+    context = build_schedule_context(instance=instance, scheduled_execution_time=night, repository_def=defs.get_repository_def())
+    requests = schedule.evaluate_tick(context).run_requests
+    assert sorted(r.partition_key for r in requests) == sorted(s.source_id for s in main_run.sources)
+    assert {r.tags[BATCH_TAG] for r in requests} == {"nightly-2026-11-30"}
+
+    ingest = defs.resolve_job_def(INGEST_JOB)
+    embedded = {}
+    for request in requests:  # what the daemon would launch, run in process
+        result = ingest.execute_in_process(
+            run_config=QUIET, instance=instance, partition_key=request.partition_key, tags=request.tags
+        )
+        metadata = result.asset_materializations_for_node("embeddings")[0].metadata
+        embedded[request.partition_key] = (metadata["embedded"].value, metadata["reused_from_cache"].value)
+    assert all(new == 0 for new, _ in embedded.values()), embedded
+    assert all(reused > 0 for _, reused in embedded.values())
+
+    # Every run of the batch finished: the sensor requests the index, with no failed sources.
+    tick = _sensor_tick(defs, "index_after_batch", instance)
+    (request,) = tick.run_requests
+    assert "nightly-2026-11-30" in request.tags["lectio/after_batches"]
+    config = request.run_config["ops"]["search_index"]["config"]
+    assert config == {"failed_sources": [], "switch_live": True}
+    index = defs.resolve_job_def(INDEX_JOB).execute_in_process(
+        run_config={**QUIET, **request.run_config}, instance=instance, tags=request.tags
+    )
+    built = index.asset_materializations_for_node("search_index")[0].metadata
+    assert built["reused_existing_version"].value and built["version"].value == main_run.index["version"]
+    # The batch is indexed once: the next tick asks for nothing.
+    assert not _sensor_tick(defs, "index_after_batch", instance, tick.cursor).run_requests
+
+
+def test_a_changed_source_requests_exactly_its_partition(instance, tmp_path):
+    sources = _watched_corpus(tmp_path)
+    defs = build_definitions(sources)
+    first = _sensor_tick(defs, "source_changes", instance)
+    assert not first.run_requests  # the first look records each source's fingerprint
+    assert set(json.loads(first.cursor)["fingerprints"]) == {"watch-guide", "watch-notes", "watch-rota", "watch-kjv"}
+    assert not _sensor_tick(defs, "source_changes", instance, first.cursor).run_requests
+
+    guide = tmp_path / "guide.md"
+    guide.write_text(guide.read_text() + "\n## Closing\n\nEnd on time, with a short prayer.\n")
+    changed = _sensor_tick(defs, "source_changes", instance, first.cursor)
+    assert [r.partition_key for r in changed.run_requests] == ["watch-guide"]
+    (request,) = changed.run_requests
+    assert request.tags[BATCH_TAG].startswith("changed-") and request.tags["lectio/batch_size"] == "1"
+    # The same tick evaluated again (its cursor lost) asks for the same run key: Dagster runs it once.
+    again = _sensor_tick(defs, "source_changes", instance, first.cursor)
+    assert [r.run_key for r in again.run_requests] == [request.run_key]
+    assert not _sensor_tick(defs, "source_changes", instance, changed.cursor).run_requests
+
+    # An entry change counts too: a wider ACL must re-chunk the source.
+    sources.write_text(sources.read_text().replace("acl: ['user:alice']", "acl: ['user:alice', 'group:staff']"))
+    widened = _sensor_tick(defs, "source_changes", instance, changed.cursor)
+    assert [r.partition_key for r in widened.run_requests] == ["watch-notes"]
+
+    # Changing back to an earlier content is a change again, with a run key of its own.
+    sources.write_text(sources.read_text().replace("acl: ['user:alice', 'group:staff']", "acl: ['user:alice']"))
+    back = _sensor_tick(defs, "source_changes", instance, widened.cursor)
+    assert [r.partition_key for r in back.run_requests] == ["watch-notes"]
+    assert back.run_requests[0].run_key != widened.run_requests[0].run_key
+
+
+def test_fingerprints_never_fetch_a_module(tmp_path):
+    """A SWORD module not downloaded yet has no fingerprint (the sensor waits for a run to fetch
+    it) instead of the sensor downloading it; file sources hash their files."""
+    from lectio.readers.changes import source_fingerprints
+
+    sources = _watched_corpus(tmp_path)
+    empty_corpus = tmp_path / "no-corpus"
+    prints = source_fingerprints(sources, empty_corpus)
+    assert prints["watch-kjv"] is None and not empty_corpus.exists()
+    assert all(prints[k] for k in ("watch-guide", "watch-notes", "watch-rota"))
+    shared = source_fingerprints(sources, Path(os.environ["LECTIO_CORPUS_DIR"]))
+    assert shared["watch-kjv"] and shared["watch-guide"] == prints["watch-guide"]
+
+
+def test_backfill_over_source_partitions(instance, settings, tmp_path):
+    """What a backfill over all sources does (after a rule change), one partition per run."""
+    sources = _watched_corpus(tmp_path)
+    defs = build_definitions(sources)
+    source_assets = [a for a in defs.assets if a.key.path[0] in ("raw_texts", "parsed_structure", "chunks", "embeddings")]
+    keys = ["watch-guide", "watch-rota", "watch-kjv"]
+    for key in keys:
+        result = materialize(source_assets, partition_key=key, instance=instance, resources=defs.resources)
+        assert result.success
+        assert result.output_for_node("chunks")["source_id"].eq(key).all()
+        # The chunks carry the rules' code version: a rule change makes every partition stale.
+        (chunks,) = result.asset_materializations_for_node("chunks")
+        assert chunks.tags["dagster/code_version"] == RULES_CODE_VERSION
+    materialized = instance.get_materialized_partitions(AssetKey("chunks"))
+    assert set(keys) <= materialized and "watch-notes" not in materialized
+
+
+def test_failed_run_alerts_through_the_sensor(instance, tmp_path, monkeypatch):
+    log_file = tmp_path / "alerts.jsonl"
+    monkeypatch.setenv("LECTIO_ALERT_LOG", str(log_file))
+    monkeypatch.setenv("LECTIO_UI_URL", "http://dagster.test")
+    sources = _watched_corpus(tmp_path)
+    sources.write_text(sources.read_text() + "  - {id: watch-gone, kind: document, format: text, path: gone.txt, acl: [public]}\n")
+    defs = build_definitions(sources)
+    start = _sensor_tick(defs, "alert_on_failed_runs", instance).cursor  # first tick: watch from now
+
+    failed = defs.resolve_job_def(INGEST_JOB).execute_in_process(
+        run_config=QUIET, instance=instance, partition_key="watch-gone", raise_on_error=False
+    )
+    assert not failed.success
+    after = _sensor_tick(defs, "alert_on_failed_runs", instance, start)
+    _sensor_tick(defs, "alert_on_failed_runs", instance, start)  # the same failure, ticked again
+    _sensor_tick(defs, "alert_on_failed_runs", instance, after.cursor)
+
+    alerts = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert len(alerts) == 1
+    alert = alerts[0]
+    assert alert["kind"] == "run_failed" and alert["job"] == INGEST_JOB
+    assert alert["partition"] == "watch-gone" and alert["asset"] == "raw_texts"
+    assert "gone.txt does not exist" in alert["message"]
+    assert alert["run_url"] == f"http://dagster.test/runs/{failed.run_id}"
+    assert alert["title"] == "lectio: job ingest_source failed for source watch-gone at raw_texts"
+
+
+def test_definitions_validate_with_schedules_and_sensors(settings):
+    defs = build_definitions(settings.sources_file)
+    assert {s.name for s in defs.schedules} == {"nightly_reembed"}
+    assert {"source_changes", "index_after_batch", "alert_on_failed_checks", "alert_on_failed_runs"} <= {
+        s.name for s in defs.sensors
+    }
+    # The CLI as the operator runs it, against this test's home and sources.
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "dagster", "definitions", "validate"],
+        cwd=PROJECT, env=dict(os.environ), capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "All code locations passed validation" in done.stderr + done.stdout

@@ -1,0 +1,514 @@
+"""Re-chunking as a parallel index migration (issue 6): a changed rule is built beside the live
+index, scored on labelled queries, and switched in only when it is no worse; a bad rule is
+refused; rollback, retention and a killed migration leave the live index answering.
+
+The migrations switch the live index, so this module runs in its own LECTIO_HOME (its own
+embedded server and Dagster home) rather than the session's, whose live index other modules
+check. Its corpus is the fixture scripture subset (Philippians, Romans 5 and 8, Psalm 23, John 3)
+and one staff-only document; the queries (tests/fixtures/queries/migration.jsonl) are keyed by
+verse refs, so they score any chunking of that text.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
+from lectio.evaluation import gate as migration
+from lectio.rulesets import scripture
+from lectio.index import store
+from pipelines.cli import main as cli
+from lectio.evaluation.metrics import METRICS
+from lectio.retrieval.search import search
+from lectio.sources import Source, SourceError, parse_source
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PROJECT = Path(__file__).resolve().parents[2]
+QUERIES = FIXTURES / "queries" / "migration.jsonl"
+SELECT = "Philippians; Romans 5; Romans 8; Psalm 23; John 3"
+
+
+def sources_yaml(scripture_options: str = "") -> str:
+    return (
+        "sources:\n"
+        f"  - {{id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, select: '{SELECT}',\n"
+        f"     title: World English Bible, translation: WEB, acl: [public]{scripture_options}}}\n"
+        f"  - {{id: staff-guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'},\n"
+        "     title: Study Group Leader Guide, acl: ['group:staff']}\n"
+    )
+
+
+@dataclass
+class Home:
+    settings: object
+    database: object
+    folder: Path
+
+    def sources(self, name: str, scripture_options: str = "") -> Path:
+        path = self.folder / f"{name}.yaml"
+        path.write_text(sources_yaml(scripture_options))
+        return path
+
+    def connect(self):
+        conn = self.database.connect()
+        store.ensure_schema(conn)
+        return conn
+
+
+@pytest.fixture(scope="module")
+def home():
+    """Its own LECTIO_HOME with the structural index of the fixture subset live."""
+    from lectio.index.database import ensure_database, stop_embedded
+    from lectio.settings import load_settings
+    from pipelines.runners import run_main
+
+    path = Path(tempfile.mkdtemp(prefix="lectio-migration-home-"))
+    path.chmod(0o755)  # the embedded server runs as its own user and must reach it
+    folder = path / "sources"
+    folder.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        # Set here (and by prepare_dagster_env) for this module only; restored afterwards.
+        for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):
+            patch.delenv(key, raising=False)
+        patch.setenv("LECTIO_HOME", str(path))
+        (folder / "base.yaml").write_text(sources_yaml())
+        patch.setenv("LECTIO_SOURCES", str(folder / "base.yaml"))
+        settings = load_settings()
+        database = ensure_database(settings)
+        report = run_main(settings, echo=lambda _: None)
+        assert not report.failed and report.index["live"], report.to_json()
+        try:
+            yield Home(settings, database, folder)
+        finally:
+            stop_embedded(settings)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def migrate(capsys, sources: Path, *extra: str) -> tuple[int, dict]:
+    """`lectio migrate --json` in this process, as a user runs it."""
+    capsys.readouterr()
+    code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def verse_ids(chunks) -> set[str]:
+    return set(chunks.loc[chunks["granularity"] != "paragraph", "content_hash"])
+
+
+# ---------------------------------------------------------------- the rule option
+
+
+def test_a_rule_override_changes_only_what_it_governs_and_the_ruleset_version(settings):
+    web = parse_source({"id": "web", "kind": "scripture", "format": "sword-bible", "module": "engWEB2015eb",
+                        "select": "Philippians", "translation": "WEB", "acl": ["public"]}, FIXTURES)
+    structure = scripture.parse(web, scripture.read(web, settings.corpus_dir))
+    before = scripture.chunk(web, structure)
+    one = Source(**{**web.__dict__, "rules": {"paragraph_context_sentences": 1}})
+    after = scripture.chunk(one, structure)
+    versions = {c.ruleset for c in after}
+    assert len(versions) == 1 and versions != {scripture.RULESET}
+    assert versions.pop().startswith("scripture-structural-")
+    # Verses and pericopes are untouched (their embeddings are reused); paragraphs lose context.
+    def others(chunks):
+        return [(c.chunk_id, c.text) for c in chunks if c.granularity != "paragraph"]
+
+    assert others(after) == others(before)
+    paragraphs = [c for c in after if c.granularity == "paragraph"]
+    assert all(c.metadata["context_sentences"] <= 1 for c in paragraphs)
+    old_texts = {c.text for c in before if c.granularity == "paragraph"}
+    assert any(c.text not in old_texts for c in paragraphs)
+    # An override equal to the default is no change at all.
+    same = Source(**{**web.__dict__, "rules": {"paragraph_context_sentences": 2}})
+    assert scripture.effective_rules(same)[2] == scripture.RULESET
+
+
+def test_rule_overrides_are_validated():
+    base = {"id": "web", "kind": "scripture", "format": "sword-bible", "module": "engWEB2015eb", "acl": ["public"]}
+    with pytest.raises(SourceError, match="no tunable rule 'pericope_size'"):
+        scripture.effective_rules(parse_source({**base, "rules": {"pericope_size": 4}}, FIXTURES))
+    with pytest.raises(SourceError, match="whole number from 0 to 5, got 'two'"):
+        scripture.effective_rules(parse_source({**base, "rules": {"paragraph_context_sentences": "two"}}, FIXTURES))
+    with pytest.raises(SourceError, match="'chapter' has no tunable rule"):
+        scripture.effective_rules(parse_source({**base, "chunking": "chapter", "rules": {"window_tokens": 9}}, FIXTURES))
+    with pytest.raises(SourceError, match="smaller than 'window_tokens'"):
+        scripture.effective_rules(parse_source(
+            {**base, "chunking": "fixed-512", "rules": {"window_tokens": 64, "overlap_tokens": 64}}, FIXTURES))
+    # A format whose chunker reads no rules refuses them rather than ignoring them.
+    with pytest.raises(SourceError, match="format 'markdown' has no tunable rules"):
+        parse_source({"id": "doc", "kind": "document", "format": "markdown", "path": "x.md", "acl": ["public"],
+                      "rules": {"pack_target_tokens": 100}}, FIXTURES)
+
+
+# ---------------------------------------------------------------- the gate's rule
+
+
+def report(scores: dict[str, list[float]], metric: str = "recall@20") -> dict:
+    """An evaluation report as lectio.evaluation.metrics.evaluate builds it, from per-query values."""
+    queries = [{"id": qid, "query": f"query {qid}", **dict.fromkeys(METRICS), metric: value, "top": []}
+               for qid, value in scores.items()]
+    overall = {m: None for m in METRICS}
+    overall[metric] = round(sum(scores.values()) / len(scores), 4)
+    return {"overall": {**overall, "n": len(scores)}, "queries": queries}
+
+
+def test_the_gate_allows_a_drop_up_to_the_tolerance_and_no_more():
+    live = {"set": report({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 0.6})}  # mean .92
+    within = {"set": report({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 0.45})}  # mean .89: -0.03
+    beyond = {"set": report({"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.9, "e": 0.45})}  # mean .87: -0.05
+    ok = migration.decide("v1", "v2", live, within, {"recall@20": 0.03})
+    assert ok.decision == "switch" and ok.passed
+    assert ok.differences == [{"query_set": "set", "id": "e", "query": "query e", "live_top": [],
+                               "candidate_top": [], "changes": {"recall@20": {"live": 0.6, "candidate": 0.45}}}]
+    refused = migration.decide("v1", "v2", live, beyond, {"recall@20": 0.03})
+    assert refused.decision == "refuse" and not refused.passed
+    assert "recall@20 fell from 0.9200 to 0.8700" in refused.reason
+    assert refused.metrics["set"]["recall@20"] == {"live": 0.92, "candidate": 0.87, "delta": -0.05,
+                                                   "tolerance": 0.03, "ok": False}
+    assert [d["id"] for d in refused.differences] == ["e", "d"]  # largest loss first
+    # A looser tolerance, or none on that metric, lets it through; other metrics are reported only.
+    assert migration.decide("v1", "v2", live, beyond, {"recall@20": 0.06}).passed
+    assert migration.decide("v1", "v2", live, beyond, {}).passed
+
+
+def test_the_gate_refuses_failed_quality_checks_and_missing_sources():
+    same = {"set": report({"a": 1.0})}
+    quality = migration.decide("v1", "v2", same, same, {"recall@20": 0.03}, quality_failures=["web: permission_tags (…)"])
+    assert not quality.passed and "blocking quality checks failed: web: permission_tags" in quality.reason
+    dropped = migration.decide("v1", "v2", same, same, {"recall@20": 0.03}, dropped_sources=["kjv"])
+    assert not dropped.passed and "lacks sources the live index holds: kjv" in dropped.reason
+    assert migration.decide(None, "v1", None, same, {"recall@20": 0.03}).decision == "switch"
+    assert migration.decide("v1", "v1", same, same, {"recall@20": 0.03}).decision == "unchanged"
+    with pytest.raises(ValueError, match="no metric recall@25"):
+        migration.decide("v1", "v2", same, same, {"recall@25": 0.03})
+
+
+def test_bad_gate_settings_are_refused_before_anything_is_built(tmp_path, capsys):
+    assert cli(["migrate", "--queries", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+    assert cli(["migrate", "--queries", str(QUERIES), "--tolerance-for", "recall@25=0.1"]) == 2
+    assert "no metric recall@25" in capsys.readouterr().err
+    assert cli(["migrate", "--queries", str(QUERIES), "--tolerance-for", "mrr=a lot"]) == 2
+    assert "not a number or 'off'" in capsys.readouterr().err
+
+
+def test_the_migration_assets_follow_the_search_index(settings):
+    from pipelines.definitions import build_definitions
+    from pipelines.jobs import GATE_JOB, MIGRATE_JOB
+
+    defs = build_definitions(settings.sources_file)
+    graph = defs.resolve_asset_graph()
+    assert graph.get(AssetKey("index_evaluation")).parent_keys == {AssetKey("search_index")}
+    assert graph.get(AssetKey("live_index")).parent_keys == {AssetKey("index_evaluation")}
+    assert AssetCheckKey(AssetKey("live_index"), "recall_gate") in graph.get(AssetKey("live_index")).check_keys
+    migrate_job, gate_job = defs.resolve_job_def(MIGRATE_JOB), defs.resolve_job_def(GATE_JOB)
+    assert {"search_index", "index_evaluation", "live_index"} <= set(migrate_job.graph.node_dict)
+    assert set(gate_job.graph.node_dict) == {"index_evaluation", "live_index"}
+
+
+# ---------------------------------------------------------------- migrations end to end
+
+
+def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+    seen: list[tuple[str, list[str]]] = []
+    answered, stop = threading.Event(), threading.Event()
+
+    def keep_searching():
+        # Users searching during the migration: each search reads the live pointer afresh.
+        with home.connect() as conn:
+            while not stop.is_set():
+                response = search(conn, "Romans 8:28")
+                seen.append((response.index_version, [r.chunk_id for r in response.results]))
+                answered.set()
+
+    searcher = threading.Thread(target=keep_searching, daemon=True)
+    searcher.start()
+    try:
+        assert answered.wait(60)
+        code, out = migrate(capsys, home.sources("context-1", ", rules: {paragraph_context_sentences: 1}"))
+        # Keep searching until a search has run after the switch.
+        after = len(seen)
+        while len(seen) <= after + 1 and searcher.is_alive():
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        searcher.join(60)
+    assert code == 0, out["reason"]
+    gate, candidate = out["gate"], out["candidate"]
+    assert gate["decision"] == "switch" and gate["switched"] and candidate != live_before
+
+    # Every search answered, from the old version until the switch and the new one after it.
+    assert all(ids == ["rom_8_28_web"] for _, ids in seen)
+    versions = [v for v, _ in seen]
+    switch_at = versions.index(candidate)
+    assert switch_at > 0 and set(versions[:switch_at]) == {live_before} and set(versions[switch_at:]) == {candidate}
+
+    # Both versions were scored on the same queries, side by side.
+    side_by_side = gate["metrics"]["migration"]
+    assert side_by_side["n"]["live"] == side_by_side["n"]["candidate"] == 30
+    for metric in METRICS:
+        assert side_by_side[metric]["live"] is not None and side_by_side[metric]["candidate"] is not None
+    assert side_by_side["recall@20"]["ok"] and side_by_side["recall@20"]["tolerance"] == 0.03
+
+    with home.connect() as conn:
+        assert store.live_version(conn) == candidate and store.previous_version(conn) == live_before
+        new, old = store.get_version(conn, candidate), store.get_version(conn, live_before)
+        assert new.ruleset != old.ruleset and new.sources == old.sources
+        assert new.metrics["gate"]["decision"] == "switch" and new.metrics["gate"]["against"] == live_before
+        for v in (new, old):
+            assert v.metrics["evaluation"]["query_sets"]["migration"]["n"] == 30
+        # Only the paragraphs changed, so only they were embedded; the rest came from the cache.
+        new_chunks, old_chunks = store.version_chunks(conn, candidate), store.version_chunks(conn, live_before)
+        web = next(s for s in out["build"]["sources"] if s["source_id"] == "web")["facts"]["embeddings"]
+        changed = set(new_chunks["content_hash"]) - set(old_chunks["content_hash"])
+        assert 0 < web["embedded"] == len(changed) <= int((new_chunks["granularity"] == "paragraph").sum())
+        assert verse_ids(new_chunks) == verse_ids(old_chunks)
+        # Permissions survived: the staff guide is still staff-only in the new version's table.
+        assert set(new_chunks.loc[new_chunks["source_id"] == "staff-guide", "acl"].map(tuple)) == {("group:staff",)}
+        query = "prayer requests shared in the group stay confidential"
+        assert all(r.source_id != "staff-guide" for r in search(conn, query, k=20).results)
+        assert search(conn, query, k=20, principals=("public", "group:staff")).results[0].source_id == "staff-guide"
+
+    # `lectio index list` shows versions, rulesets, rows, metrics and which is live.
+    assert cli(["index", "list", "--json"]) == 0
+    listed = {v["version"]: v for v in json.loads(capsys.readouterr().out)["versions"]}
+    assert listed[candidate]["live"] and not listed[live_before]["live"]
+    assert listed[candidate]["rows"] == new.rows and listed[candidate]["ruleset"] == new.ruleset
+    assert listed[candidate]["metrics"]["evaluation"]["query_sets"]["migration"]["recall@20"] is not None
+    assert cli(["index", "list"]) == 0
+    text = capsys.readouterr().out
+    assert f"* {candidate}" in text and "migration (n=30): recall@20" in text
+
+    # Rollback restores the previous version, and searches follow it.
+    assert cli(["index", "rollback", "--json"]) == 0
+    capsys.readouterr()
+    with home.connect() as conn:
+        assert store.live_version(conn) == live_before and store.previous_version(conn) == candidate
+        assert search(conn, "Romans 8:28").index_version == live_before
+
+    # The Dagster UI shows the evaluation: every version's scores, deltas against the live one.
+    instance = DagsterInstance.get()
+    evaluation = instance.get_latest_materialization_event(AssetKey("index_evaluation")).asset_materialization
+    table = evaluation.metadata["versions"].value
+    assert f"| {candidate} | candidate |" in table and f"| {live_before} | live |" in table
+    check = latest_gate_check(instance)
+    assert check.passed and check.description == gate["reason"]
+
+
+def latest_gate_check(instance):
+    key = AssetCheckKey(AssetKey("live_index"), "recall_gate")
+    record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
+    return record.event.dagster_event.event_specific_data
+
+
+def test_a_chapter_per_chunk_candidate_is_refused(home, capsys):
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+    code, out = migrate(capsys, home.sources("chapters", ", chunking: chapter"))
+    assert code == 1
+    gate, candidate = out["gate"], out["candidate"]
+    assert gate["decision"] == "refuse" and not gate["switched"]
+    assert f"{candidate} refused; {live_before} stays live" in gate["reason"]
+    side_by_side = gate["metrics"]["migration"]
+    # A chapter covers every verse in it, so on eight chapters recall@20 cannot fall; what a
+    # chapter costs is the token budget, and that guard refuses it.
+    assert side_by_side["recall@20"]["ok"]
+    assert not side_by_side["budget_recall@1000"]["ok"] and "budget_recall@1000 fell" in gate["reason"]
+    assert side_by_side["budget_recall@1000"]["delta"] < -0.05
+    # The queries that moved, with both values.
+    losses = [d for d in gate["differences"] if "budget_recall@1000" in d["changes"]]
+    assert losses
+    for d in losses:
+        change = d["changes"]["budget_recall@1000"]
+        assert change["live"] is not None and change["candidate"] is not None and change["live"] != change["candidate"]
+    assert losses[0]["changes"]["budget_recall@1000"]["candidate"] < losses[0]["changes"]["budget_recall@1000"]["live"]
+
+    with home.connect() as conn:
+        assert store.live_version(conn) == live_before
+        refused = store.get_version(conn, candidate)
+        assert refused.status == "ready" and not refused.live and refused.rows == 8 + 4  # 8 chapters, 4 guide sections
+        assert refused.metrics["gate"]["decision"] == "refuse"
+        assert search(conn, "Romans 8:28").index_version == live_before
+
+    # The refusal is a failed asset check, with the per-query differences, for the alert sensor.
+    check = latest_gate_check(DagsterInstance.get())
+    assert not check.passed and check.description == gate["reason"]
+    assert "budget_recall@1000" in check.metadata["differences"].value
+    assert check.metadata["queries_changed"].value == len(gate["differences"])
+
+
+def test_retention_drops_old_versions_but_never_the_live_one_or_the_previous(home):
+    with home.connect() as conn:
+        live, previous = store.live_version(conn), store.previous_version(conn)
+        assert live and previous
+        chunks = store.version_chunks(conn, live)
+        model_id = store.get_version(conn, live).model_id
+        # Three more versions (subsets of the live chunks, whose embeddings are cached) and a
+        # build that failed (a chunk with no embedding).
+        built = []
+        for size in (40, 50, 60):
+            subset = chunks.iloc[:size]
+            built.append(store.build_version(conn, subset, model_id, store.fingerprint(subset, model_id)).version)
+        broken = chunks.iloc[:5].assign(content_hash="0" * 64)
+        with pytest.raises(RuntimeError, match="have no cached embedding"):
+            store.build_version(conn, broken, model_id, store.fingerprint(broken, model_id))
+        failed = next(v for v in store.list_versions(conn) if v.status == "failed")
+
+        before = {v.version: v for v in store.list_versions(conn)}
+        dropped = migration.retain(conn, keep=1)
+
+        after = {v.version: v for v in store.list_versions(conn)}
+        assert set(after) == {live, previous, built[-1]}
+        assert set(dropped) == set(before) - set(after) >= {built[0], built[1], failed.version}
+        for version in dropped:
+            table = before[version].table_name
+            assert conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
+                                (table, store.lexicon_table(table))).fetchone() == (None, None)
+        for version in (live, previous):
+            with pytest.raises(ValueError, match="cannot be dropped"):
+                store.drop_version(conn, version)
+        assert search(conn, "Romans 8:28").index_version == live
+        # Rolling back is still possible: the previous version is whole.
+        assert store.get_version(conn, previous).status == "ready"
+
+
+def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it(home, capsys):
+    sources = home.sources("context-0", ", rules: {paragraph_context_sentences: 0}")
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "migrate", "--sources", str(sources), "--queries", str(QUERIES)],
+        cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    output = []
+    try:
+        # The sources are chunked and embedded; the index build comes next.
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("index:"):
+                break
+        assert process.poll() is None, "".join(output)
+        with home.connect() as conn, home.connect() as holder:
+            # Hold the embedding cache so the build stops inside its transaction, after its
+            # 'building' record exists and before anything is committed; then kill it there.
+            with holder.transaction():
+                holder.execute("SET LOCAL lock_timeout = '60s'")
+                holder.execute("LOCK TABLE embedding_cache IN ACCESS EXCLUSIVE MODE")
+                building, waiting = wait_for_blocked_build(conn, process)
+                process.send_signal(signal.SIGKILL)
+                process.wait(60)
+                table = store.get_version(conn, building).table_name
+                assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None
+                assert store.live_version(conn) == live_before
+            # The killed client's server process ends once it can tell the client is gone.
+            deadline = time.monotonic() + 120
+            while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (waiting,)).fetchone():
+                assert time.monotonic() < deadline, "the killed build's backend did not end"
+                time.sleep(0.2)
+            # Nothing half-built became ready or live, and the live index answers.
+            assert store.get_version(conn, building).status == "building"
+            assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None
+            assert store.live_version(conn) == live_before
+            assert search(conn, "Romans 8:28").results[0].chunk_id == "rom_8_28_web"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    code, out = migrate(capsys, sources)
+    assert code == 0, out["reason"]
+    candidate = out["candidate"]
+    assert candidate != building and out["gate"]["switched"]
+    # The killed build's record was recognised as abandoned and cleared by retention.
+    assert building in out["gate"]["retired"]
+    with home.connect() as conn:
+        assert store.live_version(conn) == candidate and store.previous_version(conn) == live_before
+        assert store.get_version(conn, building) is None
+        assert search(conn, "Romans 8:28").index_version == candidate
+
+
+def wait_for_blocked_build(conn, process) -> tuple[str, int]:
+    """The version being built and the pid of the server process building it, once it waits
+    on the embedding cache."""
+    deadline = time.monotonic() + 300
+    while True:
+        assert process.poll() is None, "the migration ended before its build could be held"
+        building = conn.execute("SELECT version FROM index_versions WHERE status = 'building'").fetchone()
+        waiting = conn.execute(
+            "SELECT pid FROM pg_locks WHERE relation = 'embedding_cache'::regclass AND NOT granted"
+        ).fetchone()
+        if building and waiting:
+            return building[0], waiting[0]
+        assert time.monotonic() < deadline, "the build never reached the embedding cache"
+        time.sleep(0.1)
+
+
+def test_sigterm_stops_lectio_run_before_the_index(home):
+    """Dagster turns SIGTERM into a failed run; the main job used to go on to the next source."""
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+        versions_before = len(store.list_versions(conn))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(home.sources("sigterm"))],
+        cwd=PROJECT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    output = []
+    try:
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("[1/2]"):
+                process.send_signal(signal.SIGTERM)
+                break
+        output.extend(process.stdout)  # to the end: the process must exit on its own
+        assert process.wait(120) == 130, "".join(output)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = "".join(output)
+    assert "lectio run: interrupted" in text
+    assert "index:" not in text  # no index build started
+    with home.connect() as conn:
+        assert store.live_version(conn) == live_before
+        assert len(store.list_versions(conn)) == versions_before
+
+
+def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
+    sources = home.sources("second", ", rules: {paragraph_context_sentences: 0}")
+    with home.connect() as conn, home.connect() as first:
+        versions_before = len(store.list_versions(conn))
+        with store.migration_lock(first):  # a migration in progress
+            capsys.readouterr()
+            code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES)])
+            assert code == 2
+            assert "another migration is running" in capsys.readouterr().err
+        assert len(store.list_versions(conn)) == versions_before
+
+
+def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, capsys):
+    with home.connect() as conn, home.connect() as migrating:
+        with store.migration_lock(migrating):
+            capsys.readouterr()
+            assert cli(["index", "prune", "--keep", "0"]) == 2
+            assert "another migration is running" in capsys.readouterr().err
+        before = {v.version for v in store.list_versions(conn)}
+        live, previous = store.live_version(conn), store.previous_version(conn)
+        capsys.readouterr()
+        assert cli(["index", "prune", "--keep", "0", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        remaining = {v["version"] for v in out["versions"]}
+        assert remaining == {live, previous} - {None}
+        assert set(out["dropped"]) == before - remaining

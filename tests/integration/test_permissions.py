@@ -1,0 +1,66 @@
+"""Permissions are enforced by PostgreSQL row-level security, not only by the search's WHERE clause."""
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from lectio.index import store
+from lectio.retrieval.search import SearchConfig, search
+
+QUERY = "anxious prayer before the hospital appointment"
+
+
+def sources_seen(conn, principals, mode="hybrid"):
+    results = search(conn, QUERY, k=50, principals=principals, config=SearchConfig(mode=mode)).results
+    return {r.source_id for r in results}
+
+
+def test_private_notes_reach_only_their_owner_through_search(main_run, conn):
+    for mode in ("hybrid", "vector", "lexical"):
+        assert "notes-bob" in sources_seen(conn, ("public", "user:bob"), mode)
+        assert "notes-bob" not in sources_seen(conn, ("public", "user:alice"), mode)
+        assert not {"notes-alice", "notes-bob"} & sources_seen(conn, ("public",), mode)
+    # A reference lookup goes through the same rules: a principal granted nothing sees nothing.
+    assert search(conn, "Philippians 4:6", principals=("user:nobody",)).results == []
+
+
+@pytest.fixture()
+def reader(database, conn, main_run):
+    """A raw connection as the application role, as any code path of the app would have."""
+    table = store.get_version(conn, store.live_version(conn)).table_name
+    with psycopg.connect(database.reader_url(store.READER_ROLE), autocommit=True) as connection:
+        yield connection, sql.Identifier(table)
+
+
+def count_notes(connection, table, principals):
+    with connection.transaction():
+        if principals is not None:
+            connection.execute("SELECT set_config('lectio.principals', %s, true)", (principals,))
+        return connection.execute(
+            sql.SQL("SELECT source_id, count(*) FROM {} WHERE source_id LIKE 'notes-%%' GROUP BY 1 ORDER BY 1").format(table)
+        ).fetchall()
+
+
+def test_raw_queries_as_the_application_role_see_only_permitted_rows(reader):
+    connection, table = reader
+    assert connection.execute("SELECT current_user").fetchone()[0] == store.READER_ROLE
+    assert count_notes(connection, table, None) == []  # no principals set: nothing at all
+    assert count_notes(connection, table, "public,user:alice") == [("notes-alice", 16)]
+    assert [row[0] for row in count_notes(connection, table, "user:bob")] == ["notes-bob"]
+    # Even with no WHERE on acl, the public sees no private rows.
+    with connection.transaction():
+        connection.execute("SELECT set_config('lectio.principals', 'public', true)")
+        rows = connection.execute(sql.SQL("SELECT DISTINCT unnest(acl) FROM {}").format(table)).fetchall()
+    assert {r[0] for r in rows} == {"public"}
+
+
+def test_the_application_role_cannot_switch_security_off(reader):
+    connection, table = reader
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connection.execute(sql.SQL("ALTER TABLE {} DISABLE ROW LEVEL SECURITY").format(table))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with connection.transaction():
+            connection.execute("SET LOCAL row_security = off")
+            connection.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connection.execute("SELECT count(*) FROM embedding_cache").fetchone()

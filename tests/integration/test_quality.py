@@ -1,0 +1,330 @@
+"""Data-quality checks (issue 5) on real chunks of small fixtures: the real readers and chunkers,
+the real model, the embedded PostgreSQL; corruption is applied to the chunk frames the way a
+faulty chunker or a stale output would leave them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from dagster import AssetKey, AssetSelection, DagsterInstance, FilesystemIOManager, materialize
+
+from lectio.rulesets import registry as ingest
+from lectio.quality import checks as quality
+from lectio.embedding import cache
+from lectio.index import store
+from lectio.rulesets.chunk import chunks_frame, content_hash
+from lectio.embedding.cache import embed_chunks
+from lectio.index.build import build_index
+from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS, Embedder
+from lectio.sources import load_source, source_ids
+from pipelines.definitions import build_definitions
+from resources import LectioResource
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TABLE_HEADER = "Code | Title | Format | Price (£) | Staff note"
+TABLE_CHUNK = "bookshop/price-list/2"  # the second piece of a long table: its header row is repeated
+
+SOURCES = """\
+sources:
+  - {id: bookshop, kind: document, format: markdown, path: bookshop_policy.md,
+     title: Parish Bookshop Staff Policy, acl: ["group:staff"]}
+  - {id: severinus-baptism, kind: patristic, format: text, path: homily_on_baptism.txt,
+     title: Homily on Holy Baptism, author: Severinus of Thagora, acl: [public]}
+  - {id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl,
+     title: Alice's study notes, acl: ["user:alice"]}
+"""
+
+
+def chunked(sources_file: Path, source_id: str, corpus_dir: Path):
+    raw = ingest.read_source(sources_file, source_id, corpus_dir)
+    parsed = ingest.parse_source(sources_file, source_id, raw)
+    return chunks_frame(ingest.chunk_source(sources_file, source_id, parsed)), parsed
+
+
+@pytest.fixture(scope="module")
+def quality_sources(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("quality")
+    shutil.copy(FIXTURES / "documents" / "bookshop_policy.md", folder)
+    shutil.copy(FIXTURES / "patristic" / "homily_on_baptism.txt", folder)
+    shutil.copy(FIXTURES / "notes" / "alice.jsonl", folder)
+    (folder / "sources.yaml").write_text(SOURCES)
+    return folder / "sources.yaml"
+
+
+@pytest.fixture(scope="module")
+def clean(quality_sources, fixture_sources, settings):
+    """Source id → (chunk frame, parsed structure), as the real pipeline makes them."""
+    made = {sid: chunked(quality_sources, sid, settings.corpus_dir) for sid in ("bookshop", "severinus-baptism", "notes-alice")}
+    made.update({sid: chunked(fixture_sources, sid, settings.corpus_dir) for sid in ("mhcc", "web")})
+    return made
+
+
+def sources_of(sources_file: Path):
+    return {sid: load_source(sources_file, sid) for sid in source_ids(sources_file)}
+
+
+def corrupt(frame: pd.DataFrame, chunk_id: str, **changes) -> pd.DataFrame:
+    """A copy of `frame` with one chunk's fields changed (its content hash following its text)."""
+    frame = frame.copy()
+    row = frame.index[frame["chunk_id"] == chunk_id][0]
+    for column, value in changes.items():
+        frame.at[row, column] = value
+    frame.at[row, "content_hash"] = content_hash(frame.at[row, "text"])
+    return frame
+
+
+def headless(frame: pd.DataFrame) -> pd.DataFrame:
+    text = frame.loc[frame["chunk_id"] == TABLE_CHUNK, "text"].iloc[0]
+    assert f"\n{TABLE_HEADER}\n" in text
+    return corrupt(frame, TABLE_CHUNK, text=text.replace(f"{TABLE_HEADER}\n", ""))
+
+
+def by_name(results) -> dict[str, quality.CheckResult]:
+    return {r.name: r for r in results}
+
+
+# ---------------------------------------------------------------- chunk checks
+
+
+def test_clean_chunks_pass_every_check(clean, quality_sources, fixture_sources):
+    sources = {**sources_of(fixture_sources), **sources_of(quality_sources)}
+    for sid, (frame, parsed) in clean.items():
+        results = [*quality.blocking_checks(frame, sources[sid], parsed), quality.chunk_sizes(frame),
+                   quality.verse_coverage(frame, parsed)]
+        assert all(r.passed for r in results), (sid, [(r.name, r.description) for r in results if not r.passed])
+    checks = by_name(quality.blocking_checks(*clean["bookshop"][:1], sources["bookshop"], clean["bookshop"][1]))
+    assert checks["header_presence"].details["table_chunks"] >= 2  # the long price list is split
+    web = quality.verse_coverage(*clean["web"])
+    assert web.counts["verses"] == 104 + 21 + 39 + 6 + 36 and "exactly once" in web.description
+    both = pd.concat([frame for frame, _ in clean.values()], ignore_index=True)
+    assert quality.gate(both[both["source_id"].isin(sources_of(quality_sources))], quality_sources) == {}
+
+
+def test_a_chunk_without_acl_fails_only_the_permission_check(clean, quality_sources):
+    frame, parsed = clean["bookshop"]
+    broken = corrupt(frame, "bookshop/price-list/3", acl=[])
+    checks = by_name(quality.blocking_checks(broken, sources_of(quality_sources)["bookshop"], parsed))
+    permission = checks["permission_tags"]
+    assert not permission.passed and permission.blocking
+    assert permission.examples == ("bookshop/price-list/3",) and permission.counts["chunks without an ACL"] == 1
+    ge = permission.expectations[0]
+    assert ge["expectation"] == "expect_column_values_to_be_between" and not ge["success"] and ge["unexpected_count"] == 1
+    assert checks["header_presence"].passed and checks["unique_chunk_ids"].passed
+
+
+def test_a_chunk_more_visible_than_its_source_fails(clean, quality_sources):
+    frame, parsed = clean["bookshop"]
+    broken = corrupt(frame, "bookshop/price-list/1", acl=["group:staff", "public"])
+    permission = quality.permission_tags(broken, sources_of(quality_sources)["bookshop"])
+    assert not permission.passed and permission.counts["chunks more visible than their source"] == 1
+    assert permission.examples == ("bookshop/price-list/1",)
+
+
+def test_a_table_chunk_without_its_header_row_fails_only_the_header_check(clean, quality_sources):
+    frame, parsed = clean["bookshop"]
+    checks = by_name(quality.blocking_checks(headless(frame), sources_of(quality_sources)["bookshop"], parsed))
+    header = checks["header_presence"]
+    assert not header.passed and header.blocking
+    assert header.examples == (TABLE_CHUNK,) and header.counts["table chunks without their header row"] == 1
+    assert checks["permission_tags"].passed and checks["unique_chunk_ids"].passed
+
+
+def test_missing_context_of_each_kind_fails_the_header_check(clean):
+    commentary, _ = clean["mhcc"]
+    first = commentary["chunk_id"].iloc[0]
+    text = commentary["text"].iloc[0]
+    assert text.startswith("[Commentary on Romans 8")
+    result = quality.header_presence(corrupt(commentary, first, text=text.split("\n\n", 1)[1]))
+    assert not result.passed and result.counts["commentary chunks without a context header"] == 1
+    assert result.examples == (first,)
+
+    patristic, _ = clean["severinus-baptism"]
+    first = patristic["chunk_id"].iloc[0]
+    metadata = {k: v for k, v in patristic["metadata"].iloc[0].items() if k != "topics"}
+    result = quality.header_presence(corrupt(patristic, first, metadata=metadata))
+    assert not result.passed and result.counts["patristic chunks without their tags"] == 1
+
+    document, parsed = clean["bookshop"]
+    first = document["chunk_id"].iloc[0]
+    result = quality.header_presence(corrupt(document, first, breadcrumb=""), parsed)
+    assert not result.passed and result.counts["document chunks without a breadcrumb"] == 1
+
+
+def test_duplicate_ids_fail(clean):
+    frame, _ = clean["notes-alice"]
+    twice = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
+    result = quality.unique_ids(twice)
+    assert not result.passed and result.examples == (frame["chunk_id"].iloc[0],)
+
+
+def test_size_check_allows_only_window_embedded_granularities(clean):
+    web, _ = clean["web"]
+    sizes = quality.chunk_sizes(web)
+    assert sizes.passed and not sizes.blocking
+    over = int(((web["granularity"] == "pericope") & (web["tokens"] > MAX_TEXT_TOKENS)).sum())
+    assert sizes.counts.get("window_embedded_pericope", 0) == over
+    document, _ = clean["bookshop"]
+    first = document["chunk_id"].iloc[0]
+    long = document.copy()
+    long.loc[long["chunk_id"] == first, "tokens"] = MAX_TEXT_TOKENS + 1
+    result = quality.chunk_sizes(long)
+    assert not result.passed and result.examples == (first,)
+
+
+def test_a_sudden_drop_in_chunks_is_a_warning():
+    drop = quality.chunk_count(70, 100)
+    assert not drop.passed and drop.severity == "warn" and not drop.blocking and "30%" in drop.description
+    assert quality.chunk_count(90, 100).passed
+    assert quality.chunk_count(10, None).passed  # a first run has nothing to compare
+    assert quality.chunk_count(8, 400, same_rules=False).passed  # new rules: new counts by design
+
+
+def test_every_verse_once_at_verse_granularity(clean, fixture_sources):
+    frame, parsed = clean["web"]
+    verse = "rom_8_28_web"
+    missing = quality.verse_coverage(frame[frame["chunk_id"] != verse], parsed)
+    assert not missing.passed and missing.examples == ("rom_8_28",)
+    twice = pd.concat([frame, frame[frame["chunk_id"] == verse].assign(chunk_id="rom_8_28_again")])
+    assert not quality.verse_coverage(twice, parsed).passed
+    # A verse the module leaves empty is reported, not failed.
+    emptied = parsed.copy()
+    emptied.loc[emptied["ref"] == "rom_8_28", "text"] = ""
+    rechunked = chunks_frame(ingest.chunk_source(fixture_sources, "web", emptied))
+    result = quality.verse_coverage(rechunked, emptied)
+    assert result.passed and result.counts["empty_verse_slots"] == 1 and "rom_8_28" in result.details["empty_verse_slots"]
+
+
+def test_great_expectations_stays_quiet(clean, capfd):
+    quality.unique_ids(clean["notes-alice"][0])
+    captured = capfd.readouterr()
+    assert "Calculating Metrics" not in captured.err + captured.out
+    assert "%|" not in captured.err  # no tqdm bar of any name
+
+
+# ---------------------------------------------------------------- embeddings and index versions
+
+
+def test_embedding_check_catches_bad_vectors(conn, clean):
+    unit = np.zeros(DIMENSIONS, dtype=np.float32)
+    unit[0] = 1.0
+    nan = unit.copy()
+    nan[1] = np.nan
+    result = quality.embedding_vectors(["a", "b", "c", "d"], [unit, unit * 2, nan, unit[:10]])
+    assert not result.passed and result.blocking
+    assert result.counts["vectors not of unit length"] == 1 and result.counts["vectors with NaN or infinite values"] == 1
+    assert result.counts["vectors of the wrong dimension"] == 1 and set(result.examples) == {"b", "c", "d"}
+
+    # Through the cache: pgvector refuses NaN itself, so a stored bad vector is a wrong length.
+    model = "quality-test-model"
+    conn.execute("DELETE FROM embedding_cache WHERE model_id = %s", (model,))
+    cache.store_embeddings(conn, ["good", "long"], np.stack([unit, unit * 3]), model)
+    stored = quality.stored_embeddings(conn, ["good", "long", "absent"], model)
+    assert not stored.passed
+    assert stored.counts["vectors not of unit length"] == 1 and stored.counts["texts without an embedding"] == 1
+    assert set(stored.examples) == {"long", "absent"}
+
+    frame, _ = clean["notes-alice"]
+    embedder = Embedder()
+    embed_chunks(conn, frame, embedder)
+    assert quality.stored_embeddings(conn, frame["content_hash"], embedder.model_id).passed
+
+
+def test_row_count_check_on_real_versions(main_run, conn, clean):
+    live = store.get_version(conn, store.live_version(conn))
+    assert quality.index_rows(conn, live.version, main_run.index["rows"]).passed
+    frame = pd.concat([clean["bookshop"][0], clean["notes-alice"][0]], ignore_index=True)
+    embedder = Embedder()
+    embed_chunks(conn, frame, embedder)
+    outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
+    assert outcome.rejected == {} and not outcome.live
+    assert quality.index_rows(conn, outcome.version, len(frame)).passed
+    wrong = quality.index_rows(conn, outcome.version, len(frame) + 1)
+    assert not wrong.passed and f"for {len(frame) + 1} chunks" in wrong.description
+
+
+def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_sources):
+    live_before = store.live_version(conn)
+    bookshop = headless(clean["bookshop"][0])
+    notes = corrupt(clean["notes-alice"][0], clean["notes-alice"][0]["chunk_id"].iloc[0], acl=[])
+    severinus = clean["severinus-baptism"][0]
+    embedder = Embedder()
+    embed_chunks(conn, severinus, embedder)
+    frame = pd.concat([bookshop, notes, severinus], ignore_index=True)
+    outcome = build_index(conn, frame, embedder.model_id, [], sources_file=quality_sources)
+    assert set(outcome.rejected) == {"bookshop", "notes-alice"}
+    assert "header_presence" in outcome.rejected["bookshop"] and "permission_tags" in outcome.rejected["notes-alice"]
+    assert not outcome.live and store.live_version(conn) == live_before
+    assert "bookshop" in outcome.reason and "header_presence" in outcome.reason
+    assert store.get_version(conn, outcome.version).sources == ["severinus-baptism"]
+
+    # With every source rejected nothing is built, and the error names them and the checks.
+    with pytest.raises(ValueError, match=r"bookshop: header_presence.*notes-alice: permission_tags"):
+        build_index(conn, pd.concat([bookshop, notes], ignore_index=True), embedder.model_id, [],
+                    sources_file=quality_sources)
+    assert store.live_version(conn) == live_before
+
+
+# ---------------------------------------------------------------- through Dagster
+
+DAGSTER_SOURCES = """\
+sources:
+  - {{id: staff-guide, kind: document, format: markdown, path: staff_guide.md,
+     title: Study Group Leader Guide, effective_date: "2026-01-01", acl: [{staff_acl}]}}
+  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl,
+     title: Alice's study notes, acl: ["user:alice"]}}
+"""
+INGEST = ["raw_texts", "parsed_structure", "chunks", "embeddings"]
+
+
+def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, tmp_path):
+    """Chunks made while a source was visible to group:staff, checked after its ACL was narrowed
+    to one user: the chunks are now more visible than their source."""
+    shutil.copy(FIXTURES / "staff_guide.md", tmp_path)
+    shutil.copy(FIXTURES / "notes" / "alice.jsonl", tmp_path)
+    before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    before.write_text(DAGSTER_SOURCES.format(staff_acl='"group:staff"'))
+    after.write_text(DAGSTER_SOURCES.format(staff_acl='"user:alice"'))
+    instance = DagsterInstance.ephemeral()
+    io_manager = FilesystemIOManager(base_dir=str(tmp_path / "storage"))
+
+    def run(sources_file, selection, partition_key=None):
+        defs = build_definitions(sources_file)
+        resources = {**defs.resources, "io_manager": io_manager, "lectio": LectioResource(sources_file=str(sources_file))}
+        return materialize([*defs.assets, *defs.asset_checks], selection=selection, partition_key=partition_key,
+                           resources=resources, instance=instance, raise_on_error=False)
+
+    for partition in ("staff-guide", "notes-alice"):
+        result = run(before, AssetSelection.assets(*INGEST), partition)
+        assert result.success
+        evaluations = result.get_asset_check_evaluations()
+        assert {e.check_name for e in evaluations} >= {"permission_tags", "header_presence", "embedding_vectors"}
+        assert all(e.passed for e in evaluations), [(e.check_name, e.description) for e in evaluations if not e.passed]
+        permission = next(e for e in evaluations if e.check_name == "permission_tags")
+        assert permission.metadata["great_expectations"].value[0]["success"]
+
+    # The chunk checks run again under the narrowed ACL, with embeddings downstream in the run.
+    checks_then_embed = AssetSelection.checks_for_assets(AssetKey("chunks")) | AssetSelection.assets("embeddings")
+    result = run(after, checks_then_embed, "staff-guide")
+    assert not result.success
+    failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
+    assert set(failed) == {"permission_tags"}
+    assert failed["permission_tags"].metadata["source"].value == "staff-guide"
+    assert "more visible" in failed["permission_tags"].description
+    # The blocking check kept embeddings from running for the source.
+    assert AssetKey("embeddings") not in {e.asset_key for e in result.get_asset_materialization_events()}
+
+    # The index is built from what the earlier run stored; the domain gate keeps the source out
+    # and the live index stays as it was.
+    live_before = store.live_version(conn)
+    result = run(after, AssetSelection.assets("search_index"))
+    assert result.success
+    metadata = result.asset_materializations_for_node("search_index")[0].metadata
+    assert "staff-guide: permission_tags" in metadata["quality_failures"].value
+    assert metadata["sources"].value == "notes-alice" and metadata["live"].value is False
+    assert store.live_version(conn) == live_before
+    rows = next(e for e in result.get_asset_check_evaluations() if e.check_name == "index_row_count")
+    assert rows.passed

@@ -1,0 +1,318 @@
+"""Retrieval strategies on a small real index: query expansion, pericope titles, the
+cross-reference graph under row-level security, word studies with Strong's, filters, and the
+collapse of hits that add no new verse."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import pandas as pd
+
+from lectio.index import citations as prominence
+from lectio.index import store
+from lectio.index import xrefs
+from lectio.rulesets.chunk import chunks_frame
+from lectio.embedding.cache import embed_chunks
+from lectio.retrieval.expansion import expansions, load_vocabulary
+from lectio.index.build import build_index
+from lectio.rulesets.registry import chunk_source, parse_source, read_source
+from lectio.embedding.model import Embedder
+from lectio.retrieval.search import Filters, SearchConfig, search
+from lectio.retrieval.word_study import detect
+
+SOURCES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Psalm 23; John 3; John 10; Romans 5", acl: [public]}
+  - {id: mhcc, kind: commentary, format: sword-commentary, module: mhcc, select: "Psalm 23",
+     title: Concise Commentary, author: Matthew Henry, tradition: Reformed, tier: classic, acl: [public]}
+  - {id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl, title: Alice's notes,
+     acl: ["user:alice"]}
+  - {id: study-notes, kind: notes, format: notes-jsonl, path: study.jsonl, title: Study notes, acl: [public]}
+  - {id: strongs-greek, kind: lexicon, format: sword-lexicon, module: StrongsGreek,
+     select: "G25-G27; G4166", title: Strong's Greek Dictionary, acl: [public]}
+"""
+# Alice's note links the shepherd psalm to a verse no word of it shares: only the graph knows.
+# Its last word is hers alone, to show that no shared table reveals it.
+ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before. Quillwort."}
+# Public notes that keep returning to two verses, as commentators do with a topic's key texts.
+STUDY = [{"id": f"s{n}", "ref": "John 10:11", "text": f"Note {n}: the shepherd of Psalm 23:1 who gives his life, as John 3:16 says."}
+         for n in range(3)]
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory, database, settings):
+    folder = tmp_path_factory.mktemp("retrieval")
+    (folder / "sources.yaml").write_text(SOURCES)
+    (folder / "alice.jsonl").write_text(json.dumps(ALICE) + "\n")
+    (folder / "study.jsonl").write_text("".join(json.dumps(note) + "\n" for note in STUDY))
+    sources = folder / "sources.yaml"
+    chunks = []
+    for sid in ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"):
+        raw = read_source(sources, sid, settings.corpus_dir)
+        chunks.extend(chunk_source(sources, sid, parse_source(sources, sid, raw)))
+    frame = chunks_frame(chunks)
+    embedder = Embedder()
+    with database.connect() as conn:
+        store.ensure_schema(conn)
+        embed_chunks(conn, frame, embedder)
+        outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
+    return outcome.version, embedder
+
+
+def find(conn, small_index, query, k=20, **options):
+    version, embedder = small_index
+    config = options.pop("config", SearchConfig())
+    return search(conn, query, k=k, version=version, embedder=embedder, config=config, **options)
+
+
+def rank_of(results, ref):
+    return next((r.rank for r in results if ref in r.refs and r.granularity == "verse"), None)
+
+
+# ---------------------------------------------------------------- query expansion
+
+
+def test_expansion_adds_the_words_scripture_uses():
+    assert "mercy" in expansions("grace")
+    assert "Yahweh" in expansions("hope in the Lord")  # the WEB's rendering of the divine name
+    assert "anxious" in expansions("what to do with my worries")  # a plural still matches
+    assert "mercy" not in expansions("mercy")  # never what the query already says
+    assert "supplication" in expansions("she prays daily")  # a vowel before y: prays, not pray-ies
+    assert "death" in expansions("dying well")
+    assert expansions("Nicodemus") == []
+
+
+def test_vocabulary_errors_name_the_file(tmp_path):
+    bad = tmp_path / "vocabulary.yaml"
+    bad.write_text("expansions:\n  grace: mercy\n")
+    with pytest.raises(ValueError, match="vocabulary.yaml.*grace"):
+        load_vocabulary(bad)
+
+
+def test_lexical_expansion_reaches_yahweh(conn, small_index):
+    lexical = SearchConfig(mode="lexical", title_weight=0)
+    plain = find(conn, small_index, "the Lord", config=replace(lexical, expand_lexical=False)).results
+    expanded = find(conn, small_index, "the Lord", config=lexical).results
+    assert plain and all("lord" in r.text.lower() for r in plain)
+    assert any("Yahweh" in r.text and "lord" not in r.text.lower() for r in expanded)
+
+
+# ---------------------------------------------------------------- titles, collapse
+
+
+def test_a_named_passage_finds_its_pericope(conn, small_index):
+    results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig(mode="lexical")).results
+    assert results[0].granularity == "pericope"
+    assert results[0].refs[0] == "john_10_1"
+
+
+def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
+    for query in ("God so loved the world", "the Lord is my shepherd", "peace with God through faith"):
+        collapsed = find(conn, small_index, query).results
+        seen: set[str] = set()
+        for r in collapsed:
+            if r.kind == "scripture":
+                assert not set(r.refs) <= seen, (query, r.chunk_id)
+                seen |= set(r.refs)
+    kept = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(collapse_covered=False)).results
+    assert len(kept) == 20  # without collapsing, redundant hits fill the list
+
+
+# ---------------------------------------------------------------- cross-references
+
+
+def test_the_graph_links_what_the_corpus_cites(conn, small_index):
+    version, _ = small_index
+    table = store.get_version(conn, version).table_name
+    with conn.transaction():
+        store.act_as_reader(conn, ("public", "user:alice"))
+        as_alice = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
+    with conn.transaction():
+        store.act_as_reader(conn, ("public",))
+        as_public = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
+    assert as_alice["rom_5_8"] == (1, 1)
+    assert "rom_5_8" not in as_public  # a private note's link is as private as the note
+
+
+def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
+    query = "Yahweh is my shepherd, I shall lack nothing"
+    xref = SearchConfig(xref_weight=1.0)
+    with_link = find(conn, small_index, query, k=100, principals=("public", "user:alice"), config=xref).results
+    without = find(conn, small_index, query, k=100, principals=("public",), config=xref).results
+    linked, unlinked = rank_of(with_link, "rom_5_8"), rank_of(without, "rom_5_8")
+    assert linked is not None and (unlinked is None or linked < unlinked)
+    assert linked <= 20  # raised into a first page, not merely present
+    off = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results  # off by default
+    assert rank_of(off, "rom_5_8") == rank_of(without, "rom_5_8")
+
+
+def test_word_statistics_reveal_no_private_word(conn, small_index, database):
+    import psycopg
+
+    table = store.get_version(conn, small_index[0]).table_name
+    with psycopg.connect(database.reader_url(store.READER_ROLE), autocommit=True) as reader:
+        with reader.transaction():
+            reader.execute("SELECT set_config('lectio.principals', 'public,user:alice', true)")
+            assert reader.execute(f"SELECT count(*) FROM {store.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
+    # Its owner still finds the note by that word.
+    mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),
+                config=SearchConfig(mode="lexical")).results
+    assert mine and mine[0].source_id == "notes-alice"
+
+
+# ---------------------------------------------------------------- citation prior
+
+
+def test_citations_count_public_texts_once_each():
+    frame = pd.DataFrame([
+        {"kind": "commentary", "acl": ["public"], "text": "Compare Romans 5:8 and again Rom 5:8.", "metadata": {}},
+        {"kind": "commentary", "acl": ["public"], "text": "See Romans 5:8.", "metadata": {"cross_refs": ["ps_23_1"]}},
+        {"kind": "notes", "acl": ["user:alice"], "text": "John 3:16 is mine alone.", "metadata": {}},
+        {"kind": "scripture", "acl": ["public"], "text": "as it is written in Romans 5:8", "metadata": {}},
+        {"kind": "commentary", "acl": ["public"], "text": "All of Romans 5.", "metadata": {}},  # too long a span
+    ])
+    assert prominence.citations(frame) == {"rom_5_8": 2, "ps_23_1": 1}
+
+
+def test_often_cited_passages_rise_among_close_hits(conn, small_index):
+    version, _ = small_index
+    table = store.get_version(conn, version).table_name
+    counts = dict(conn.execute(f"SELECT ref, chunks FROM {prominence.table_name(table)}").fetchall())
+    assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
+    # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
+    plain = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=0)).results
+    weighed = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=1.0)).results
+    assert plain[0].chunk_id != "john_3_16_web"
+    assert weighed[0].chunk_id == "john_3_16_web"
+    # Only scripture is weighed: the notes themselves keep their place relative to each other.
+    notes = [r.chunk_id for r in plain if r.source_id == "study-notes"]
+    assert notes
+    assert notes == [r.chunk_id for r in weighed if r.source_id == "study-notes"]
+
+
+def _beyond_cap(results, cap=2):
+    """Positions of each non-scripture source's hits past its first `cap`."""
+    seen: dict[str, int] = {}
+    beyond = []
+    for position, r in enumerate(results):
+        if r.kind != "scripture":
+            seen[r.source_id] = seen.get(r.source_id, 0) + 1
+            if seen[r.source_id] > cap:
+                beyond.append(position)
+    return beyond
+
+
+def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
+    query = "the shepherd"
+    plain = find(conn, small_index, query, config=SearchConfig(per_source=None)).results
+    spread = find(conn, small_index, query).results
+    late = _beyond_cap(plain)
+    assert late and late[0] < len(plain) - len(late)  # without the cap, a third note comes early
+    moved = _beyond_cap(spread)
+    assert moved == list(range(len(spread) - len(moved), len(spread)))  # with it, extras come last
+    # Asking for one kind is asking for that kind's best, in order.
+    notes = find(conn, small_index, query, kind="notes").results
+    assert [r.chunk_id for r in notes] == [
+        r.chunk_id for r in find(conn, small_index, query, kind="notes", config=SearchConfig(per_source=None)).results]
+
+
+# ---------------------------------------------------------------- word studies
+
+
+def test_word_study_queries_are_recognised():
+    assert detect("G26").term == "G26"
+    assert detect("g26").term == "G26"
+    assert detect("what does H2617 mean").language == "Hebrew"
+    assert detect("ἀγάπη").how == "script"
+    assert detect("the Greek word for love") == detect("the greek word for love")
+    assert detect("the Greek word for love").how == "meaning"
+    assert detect("agape").how == "transliteration"
+    assert detect("Abraham") is None  # a capitalised word is a name more often than a transliteration
+    assert detect("Hebrew slaves in Egypt") is None  # naming a language is not asking for a word
+    assert detect("how should Christians treat the poor") is None
+
+
+@pytest.mark.parametrize("query", ["G25", "ἀγαπάω", "αγαπαω", "agapao", "the Greek word agapao"])
+def test_a_word_gets_its_entry_then_the_verses_that_use_it(conn, small_index, query):
+    response = find(conn, small_index, query, k=10)
+    assert response.mode == "word-study"
+    assert response.results[0].chunk_id == "strongs_g25"
+    verses = [r for r in response.results[1:] if r.granularity == "verse"]
+    assert verses and {r.translation for r in verses} == {"WEB"}
+    table = store.get_version(conn, small_index[0]).table_name
+    tagged = conn.execute(
+        f"SELECT count(*) FROM {table} WHERE chunk_id = ANY(%s) AND metadata -> 'strongs' ? 'G25'",
+        [[r.chunk_id for r in verses]],
+    ).fetchone()[0]
+    assert tagged == len(verses)  # every verse returned uses the word
+    assert "john_3_16" in {r.refs[0] for r in verses}
+
+
+def test_a_word_by_meaning_and_an_unknown_number(conn, small_index):
+    by_meaning = find(conn, small_index, "the Greek word for shepherd", k=5).results
+    assert by_meaning[0].chunk_id == "strongs_g4166"
+    missing = find(conn, small_index, "G5000")
+    assert missing.results == [] and "G5000" in missing.message
+
+
+def test_a_word_study_ignores_filters_meant_for_verses(conn, small_index):
+    response = find(conn, small_index, "G25", k=5, filters=Filters(testament="NT"))
+    assert response.results[0].chunk_id == "strongs_g25"
+    assert all(r.refs[0].startswith(("john_", "rom_")) for r in response.results[1:])
+
+
+def test_bad_k_is_refused(conn, small_index):
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        find(conn, small_index, "grace", k=0)
+
+
+def test_odd_queries_get_an_answer_not_an_error(conn, small_index):
+    assert find(conn, small_index, "   ").message == "empty query: nothing to search for"
+    nul = find(conn, small_index, "the Lord is\x00 my shepherd").results  # NUL cannot reach PostgreSQL
+    assert nul and nul[0].refs[0] == "ps_23_1"
+    wide = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(candidates=1500)).results
+    assert wide and wide[0].refs[0] == "ps_23_1"  # past pgvector's ef_search limit of 1,000
+
+
+
+def test_topical_search_leaves_dictionary_entries_out(conn, small_index):
+    results = find(conn, small_index, "love for the world", k=50).results
+    assert results and all(r.kind != "lexicon" for r in results)
+
+
+# ---------------------------------------------------------------- filters
+
+
+def test_filters_narrow_without_starving(conn, small_index):
+    # Psalm 23 is this corpus's only Old Testament text: six verses, their paragraphs, a pericope.
+    old = find(conn, small_index, "God's care", k=5, filters=Filters(testament="OT")).results
+    assert len(old) == 5 and all(r.refs[0].startswith("ps_") for r in old if r.refs)
+    new = find(conn, small_index, "God's care", k=10, filters=Filters(testament="NT", kind="scripture")).results
+    assert len(new) == 10 and all(r.refs[0].split("_")[0] in ("john", "rom") for r in new)
+    reformed = find(conn, small_index, "God's care", k=5, filters=Filters(tradition="Reformed")).results
+    assert reformed and {r.source_id for r in reformed} == {"mhcc"}
+    assert find(conn, small_index, "God's care", filters=Filters(tradition="Lutheran")).results == []
+
+
+def test_mmr_trades_near_duplicates_for_breadth(conn, small_index):
+    query = "God so loved the world that he gave his Son"
+    plain = find(conn, small_index, query, k=8).results
+    diverse = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=0.5)).results
+    assert plain[0].chunk_id == diverse[0].chunk_id  # the best hit stays first
+    assert len(diverse) == 8 and [r.chunk_id for r in diverse] != [r.chunk_id for r in plain]
+    relevance_only = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=1.0)).results
+    assert [r.chunk_id for r in relevance_only] == [r.chunk_id for r in plain]
+
+
+def test_a_dictionary_key_stored_twice_gives_one_entry(tmp_path, settings):
+    # StrongsHebrew holds H2200 twice; chunk ids must stay unique (a blocking quality check).
+    (tmp_path / "sources.yaml").write_text(
+        "sources:\n  - {id: h, kind: lexicon, format: sword-lexicon, module: StrongsHebrew, select: H2199-H2200,"
+        " acl: [public]}\n")
+    sources = tmp_path / "sources.yaml"
+    chunks = chunk_source(sources, "h", parse_source(sources, "h", read_source(sources, "h", settings.corpus_dir)))
+    assert [c.chunk_id for c in chunks] == ["strongs_h2199", "strongs_h2200"]
+    assert chunks[1].metadata["language"] == "Hebrew" and chunks[1].metadata["lemma"]

@@ -1,0 +1,230 @@
+"""load_queries on small files written here, the two committed query sets checked against the
+real World English Bible, and the parts of the Nave's generator that can fail quietly."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lectio.bible.books import book_by_osis
+from lectio.readers.corpus import ensure_sword_module
+from lectio.evaluation.naves import (
+    BibleFacts,
+    KjvVerses,
+    NaveTopic,
+    WordCase,
+    ensure_naves,
+    nave_topics,
+)
+from lectio.evaluation.querysets import load_queries
+from lectio.readers.sword_bible import parse_verse, read_sword_bible
+from lectio.bible.refs import Ref, parse_reference
+
+QUERIES = Path(__file__).resolve().parents[3] / "data" / "queries"
+
+
+def _write(tmp_path, *lines) -> Path:
+    path = tmp_path / "set.jsonl"
+    path.write_text(
+        "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    )
+    return path
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def test_loads_every_field_and_unions_the_relevant_refs(tmp_path):
+    path = _write(
+        tmp_path,
+        {
+            "id": "q1",
+            "query": "anxiety",
+            "relevant": ["luke_12_22"],
+            "expected_top_5": ["phil_4_6", "1pet_5_7"],
+            "expected_in_top_10": ["matt_6_25", "phil_4_6"],
+            "should_not_appear": ["rom_8_28"],
+            "must_include_text": ["anxious"],
+            "principals": ["public", "user:alice"],
+            "filters": {"testament": "new"},
+        },
+        "",
+        {"query": "Jn 3:16"},
+    )
+    first, second = load_queries(path)
+    assert first.relevant_set == {"luke_12_22", "phil_4_6", "1pet_5_7", "matt_6_25"}
+    assert first.should_not_appear == ("rom_8_28",)
+    assert first.principals == ("public", "user:alice")
+    assert first.filters == {"testament": "new"}
+    # Optional fields default to empty; an id is made from the file and line (3: blank line 2).
+    assert second.id == "set-3"
+    assert second.relevant_set == frozenset()
+    with pytest.raises(AttributeError):
+        first.query = "changed"  # frozen
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"query": "grace",', "not valid JSON"),
+        ('["grace"]', "expected a JSON object"),
+        ({"relevant": ["rom_8_28"]}, '"query" must be a non-empty string'),
+        ({"query": "grace", "expected_top5": ["eph_2_8"]}, "unknown field.*expected_top5"),
+        ({"query": "grace", "relevant": "eph_2_8"}, '"relevant" must be a list'),
+        ({"query": "grace", "relevant": ["Romans 8:28"]}, "malformed verse id 'Romans 8:28'"),
+        ({"query": "grace", "relevant": ["rom_17_1"]}, "Romans has 16 chapters"),
+        ({"query": "grace", "relevant": ["xyz_1_1"]}, "unknown book id 'xyz'"),
+        ({"query": "grace", "expected_top_5": ["rom_08_28"]}, "write 'rom_08_28' as 'rom_8_28'"),
+        ({"query": "grace", "relevant": ["eph_2_8", "eph_2_8"]}, "eph_2_8 more than once"),
+        (
+            {"query": "love", "relevant": ["song_2_4"], "should_not_appear": ["song_2_4"]},
+            "song_2_4 both relevant and in should_not_appear",
+        ),
+        ({"query": "grace", "filters": ["kind"]}, '"filters" must be a JSON object'),
+    ],
+)
+def test_a_bad_line_names_the_file_and_line(tmp_path, line, problem):
+    path = _write(tmp_path, {"id": "ok", "query": "fine", "relevant": ["rom_8_28"]}, line)
+    with pytest.raises(ValueError, match=rf"set\.jsonl:2: .*{problem}"):
+        load_queries(path)
+
+
+def test_repeated_ids_are_refused(tmp_path):
+    path = _write(tmp_path, {"id": "t1", "query": "a"}, {"id": "t1", "query": "b"})
+    with pytest.raises(ValueError, match="set.jsonl:2: id 't1' already used on line 1"):
+        load_queries(path)
+
+
+# --- the committed sets, against the real WEB -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def theology():
+    return load_queries(QUERIES / "theology.jsonl")
+
+
+@pytest.fixture(scope="module")
+def naves_set():
+    return load_queries(QUERIES / "naves.jsonl")
+
+
+@pytest.fixture(scope="module")
+def web_text(settings, theology, naves_set):
+    """WEB text of every verse id the two sets name (only their chapters are read)."""
+    named = {
+        ref
+        for query in (*theology, *naves_set)
+        for ref in (*query.relevant_set, *query.should_not_appear)
+    }
+    chapters = {(Ref.from_id(ref).book, Ref.from_id(ref).chapter) for ref in named}
+    library = ensure_sword_module(settings.corpus_dir, "engWEB2015eb")
+    return {
+        f"{book_by_osis(v.book_osis).id}_{v.chapter}_{v.verse}": parse_verse(v.markup).text
+        for v in read_sword_bible(
+            library, "engWEB2015eb", lambda osis, ch: (book_by_osis(osis).id, ch) in chapters
+        )
+    }
+
+
+def test_theology_set_shape(theology):
+    assert len(theology) >= 110
+    assert [q.id for q in theology] == [f"t{n:03d}" for n in range(1, len(theology) + 1)]
+    for query in theology:
+        assert query.relevant_set, query.id
+        assert 1 <= len(query.expected_top_5) <= 3, query.id
+        assert set(query.expected_top_5) <= set(query.relevant), query.id
+    assert sum(bool(q.should_not_appear) for q in theology) >= 10
+    assert sum(bool(q.must_include_text) for q in theology) >= 5
+
+
+def test_every_labelled_verse_has_web_text(theology, naves_set, web_text):
+    for query in (*theology, *naves_set):
+        for ref in (*query.relevant_set, *query.should_not_appear):
+            assert web_text.get(ref), f"{query.id}: {ref} has no WEB text"
+
+
+def test_reference_queries_are_labelled_with_exactly_the_verses_they_name(theology, web_text):
+    reference_queries = [q for q in theology if parse_reference(q.query)]
+    assert len(reference_queries) >= 15
+    ordinals = {ref: Ref.from_id(ref).ordinal for ref, text in web_text.items() if text}
+    for query in reference_queries:
+        named = {
+            ref
+            for found in parse_reference(query.query)
+            for ref, ordinal in ordinals.items()
+            if found.start_ordinal <= ordinal <= found.end_ordinal
+        }
+        assert set(query.relevant) == named, query.id
+        assert query.expected_top_5[0] == min(named, key=ordinals.__getitem__)
+
+
+def test_qualifier_strings_occur_in_the_relevant_verses(theology, web_text):
+    for query in theology:
+        text = " ".join(web_text[ref] for ref in query.relevant)
+        for wanted in query.must_include_text:
+            assert wanted in text, query.id
+
+
+def test_naves_set_shape(naves_set):
+    assert len(naves_set) == 200
+    for query in naves_set:
+        assert query.id.startswith("nave-")
+        assert 5 <= len(query.relevant) <= 40, query.id
+        ordinals = [Ref.from_id(r).ordinal for r in query.relevant]
+        assert ordinals == sorted(set(ordinals)), query.id  # canonical order, no repeats
+
+
+# --- the Nave's generator ------------------------------------------------------------
+
+
+def test_kjv_ranges_expand_to_every_verse():
+    kjv = KjvVerses()
+    assert kjv.expand("Gen.1.1-Gen.1.3") == ["gen_1_1", "gen_1_2", "gen_1_3"]
+    assert kjv.expand("Matt.5.47-Matt.6.2") == ["matt_5_47", "matt_5_48", "matt_6_1", "matt_6_2"]
+    assert len(kjv.expand("Rom.2")) == 29  # a bare chapter is all of it
+    assert kjv.expand("3John.1.14") == ["3john_1_14"]
+    assert kjv.expand("PrAzar.1.2") is None  # apocrypha
+    assert kjv.expand("Gen.1.40") is None  # no such verse
+
+
+def test_nave_refs_cut_short_by_the_markup_are_repaired_or_dropped(settings):
+    topics = nave_topics(ensure_naves(settings.corpus_dir))
+    # "<ref osisRef="Jude.1.1">Jude 1</ref>:8-13" is Jude 8-13.
+    assert "Jude.1.8-Jude.1.13" in topics["ANARCHY"].osis_refs
+    assert "Jude.1.1" not in topics["ANARCHY"].osis_refs
+    # "To <ref osisRef="Amos.2">Amos 2</ref>Sa 19:13" is not Amos 2: dropped, counted.
+    assert topics["AMNESTY"].osis_refs == ["2Sam.19.16-2Sam.19.23"]
+    assert topics["AMNESTY"].garbled == 1
+
+
+def test_person_and_place_topics_are_recognised():
+    kjv = WordCase.of(
+        [
+            "And Aaron spake unto Moses; and Obed-edom dwelt in Edom.",
+            "Remember the sabbath day. Thy word is a lamp. The LORD is God; the Lord's prayer.",
+            "Abed-nego answered, and Tubal-cain wrought brass.",
+        ]
+    )
+    web = WordCase.of(["Bezalel made the ark. Abundance of prayerfulness is not a word here."])
+    facts = BibleFacts(frozenset(), kjv, web)
+    assert facts.is_name("AARON")
+    assert facts.is_name("EDOM")  # "Obed-edom" does not make "edom" a common word
+    assert facts.is_name("ABED-NEGO")
+    assert facts.is_name("BEZALEL")  # not in this KJV sample: judged on the WEB
+    assert facts.is_name("BARTIMEUS (AARON)")  # heading unknown, so the parenthesis decides
+    assert not facts.is_name("SABBATH")
+    assert not facts.is_name("WORD OF GOD")
+    assert not facts.is_name("PRAYERLESSNESS")  # used by neither Bible: kept
+    assert facts.natural_case("LORD'S PRAYER") == "Lord's prayer"
+    assert facts.natural_case("WORD OF GOD") == "Word of God"
+
+    def opening(text):
+        return NaveTopic("X", [], text).describes_person_or_place
+
+    assert opening("A city on the Nile River")
+    assert opening("A nephew of Barnabas")
+    assert opening("1. Son of Hezron and an ancestor of Jesus")
+    assert opening("A Benjamite")
+    assert not opening("A venomous serpent")
+    assert not opening("A Greek philosophy, inculcating doctrines of severe morality")
+    assert not opening("Head of a pillar")

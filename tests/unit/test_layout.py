@@ -1,0 +1,110 @@
+"""The shape of the code: stage packages, imports that only run downhill, a domain free of Dagster,
+and modules short enough to read."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+LAYERS = ("lectio", "pipelines", "assets", "resources")
+DAGSTER_LAYER = ("dagster", "pipelines", "assets", "resources")
+# The domain's stage packages, lowest first: a package may import only those before it.
+STAGES = ("settings", "sources", "alerts", "bible", "readers", "embedding", "rulesets", "quality",
+          "index", "retrieval", "evaluation")
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for layer in LAYERS:
+        for path in (PROJECT / layer).rglob("*.py"):
+            parts = path.relative_to(PROJECT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every project module `path` imports, at module level or inside a function."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target in known or target.split(".")[0] in ("dagster",):
+                out.add(target)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(path, name, known) - {name} for name, path in modules.items()}
+
+
+def _stage(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_the_domain_imports_nothing_from_dagster_or_its_layer():
+    offenders = sorted(
+        f"{module} imports {target}"
+        for module, targets in _graph().items() if module.startswith("lectio")
+        for target in targets if target.split(".")[0] in DAGSTER_LAYER
+    )
+    assert offenders == []
+
+
+def test_there_are_no_import_circles():
+    graph = _graph()
+    # Tarjan-free check: a depth-first search that meets a module still on its path found a circle.
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(module, path):
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                circles.append(path[path.index(target):] + [target] if target in path else [module, target])
+            elif target in graph and target not in state:
+                visit(target, path + [target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not circles, "\n".join(" → ".join(c) for c in circles)
+
+
+def test_domain_stages_import_only_downhill():
+    offenders = []
+    for module, targets in _graph().items():
+        if not module.startswith("lectio."):
+            continue
+        for target in targets:
+            if not target.startswith("lectio.") or _stage(target) == _stage(module):
+                continue
+            if STAGES.index(_stage(target)) > STAGES.index(_stage(module)):
+                offenders.append(f"{module} imports {target}")
+    assert not offenders, "\n".join(sorted(offenders))
+
+
+def test_every_domain_module_lives_in_a_stage_package():
+    loose = [m for m in _graph() if m.startswith("lectio.") and _stage(m) not in STAGES]
+    assert loose == []
+
+
+def test_no_module_is_too_long_to_read():
+    long = {str(p.relative_to(PROJECT)): n for p in _modules().values()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
