@@ -36,7 +36,6 @@ from dagster import (
 )
 
 from lectio.quality import checks as quality
-from lectio.sources import SourceError, load_source
 from resources import LectioResource
 
 CHUNKS = AssetKey("chunks")
@@ -109,20 +108,15 @@ def _build(partitions_def: PartitionsDefinition) -> list:
 
     @multi_asset_check(specs=chunk_specs, ins={"chunks": AssetIn("chunks"), "parsed_structure": AssetIn("parsed_structure")})
     def chunk_quality(context: AssetCheckExecutionContext, lectio: LectioResource, chunks, parsed_structure):
-        """Chunk checks of one source, against its entry in the sources file and its parsed structure."""
+        """Chunk checks of one source, against the source and structure they were cut from."""
         partition = context.partition_key
-        try:
-            source = load_source(lectio.sources_path, partition)
-        except SourceError as exc:
-            # The chunks exist but their source no longer does: nothing to compare the ACL with.
-            context.log.warning(str(exc))
-            source = None
+        source, structure = parsed_structure.source, parsed_structure.structure
         previous, same_rules = _previous_count(context, partition)
         results = [
-            *quality.blocking_checks(chunks, source, parsed_structure),
+            *quality.blocking_checks(chunks, source, structure),
             quality.chunk_sizes(chunks),
             quality.chunk_count(len(chunks), previous, same_rules),
-            quality.verse_coverage(chunks, parsed_structure),
+            quality.verse_coverage(chunks, structure),
         ]
         for result in results:
             yield to_check_result(result, CHUNKS, partition)

@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, Parti
 
 from lectio.quality.distribution import histogram_png, size_distribution
 from lectio.index.build import build_index
+from lectio.sources import load_sources
 from resources import LectioResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
@@ -66,7 +67,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         frame = pd.concat(ready.values(), ignore_index=True)
         with lectio.connect() as conn:
             outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live,
-                                  sources_file=lectio.sources_path, corpus_dir=lectio.settings().corpus_dir)
+                                  sources=load_sources(lectio.sources_path))
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected))
         context.add_output_metadata(

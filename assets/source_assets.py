@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext, PartitionsDefinition, asset
 from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
+from lectio.sources import load_source
 from resources import LectioResource
 
 # Chunk assets are versioned by their rules, so Dagster marks them stale when a rule changes.
@@ -18,21 +19,23 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(partitions_def=partitions_def, group_name="ingest")
     def raw_texts(context: AssetExecutionContext, lectio: LectioResource):
         """The source as read, with a content hash so unchanged input is recognised."""
-        raw = ingest.read_source(lectio.sources_path, context.partition_key, lectio.settings().corpus_dir)
+        # The one place a source's entry is read from the sources file; later stages get it from here.
+        source = load_source(lectio.sources_path, context.partition_key)
+        raw = ingest.read_source(source, lectio.settings().corpus_dir)
         context.add_output_metadata({"content_hash": raw.content_hash, "units_read": raw.units})
         return raw
 
     @asset(partitions_def=partitions_def, group_name="ingest")
     def parsed_structure(context: AssetExecutionContext, lectio: LectioResource, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
-        parsed = ingest.parse_source(lectio.sources_path, context.partition_key, raw_texts)
-        context.add_output_metadata(ingest.structure_facts(parsed, raw_texts.units))
+        parsed = ingest.parse_source(raw_texts)
+        context.add_output_metadata(ingest.structure_facts(parsed))
         return parsed
 
     @asset(partitions_def=partitions_def, group_name="ingest", code_version=RULES_CODE_VERSION)
     def chunks(context: AssetExecutionContext, lectio: LectioResource, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
-        frame = chunks_frame(ingest.chunk_source(lectio.sources_path, context.partition_key, parsed_structure))
+        frame = chunks_frame(ingest.chunk_source(parsed_structure))
         counts = frame.groupby("granularity").size().to_dict()
         context.add_output_metadata(
             {

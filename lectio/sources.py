@@ -135,3 +135,16 @@ def load_source(sources_file: Path, source_id: str) -> Source:
         if entry["id"] == source_id:
             return parse_source(entry, Path(sources_file).resolve().parent)
     raise SourceError(source_id, f"is not in {sources_file}")
+
+
+def load_sources(sources_file: Path) -> dict[str, Source | SourceError]:
+    """Every entry of a sources file, read once: its Source, or the SourceError that says why
+    that one entry is invalid (one bad entry never hides the others)."""
+    base_dir = Path(sources_file).resolve().parent
+    loaded: dict[str, Source | SourceError] = {}
+    for entry in read_entries(sources_file):
+        try:
+            loaded[entry["id"]] = parse_source(entry, base_dir)
+        except SourceError as exc:
+            loaded[entry["id"]] = exc
+    return loaded

@@ -33,6 +33,7 @@ from dagster import (
 from lectio.evaluation import gate as migration
 from lectio.index import store
 from lectio.evaluation.metrics import METRICS
+from lectio.sources import load_sources
 from pipelines.jobs import GATE_JOB, MIGRATE_JOB
 from resources import LectioResource
 
@@ -108,7 +109,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                 result = migration.gate(
                     conn, candidate, migration.load_query_sets(evaluation["query_sets"]),
                     tolerances=config.tolerances, k=evaluation["k"], mode=evaluation["mode"],
-                    sources_file=lectio.sources_path, corpus_dir=lectio.settings().corpus_dir,
+                    sources=load_sources(lectio.sources_path),
                     reports=evaluation["reports"],
                 )
                 migration.apply(conn, result, config.keep)

@@ -33,6 +33,7 @@ from lectio.index import store
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import Query, load_queries
 from lectio.settings import PROJECT_ROOT
+from lectio.sources import Source, SourceError
 
 DEFAULT_QUERY_SETS = (PROJECT_ROOT / "data" / "queries" / "theology.jsonl",)
 DEFAULT_KEEP = 3  # other ready versions kept besides the live one and the rollback target
@@ -169,8 +170,8 @@ def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances:
     return table, differences, violations
 
 
-def blocking_quality_failures(conn: psycopg.Connection, version: str, sources_file: Path | None,
-                              corpus_dir: Path | None) -> list[str]:
+def blocking_quality_failures(conn: psycopg.Connection, version: str,
+                              sources: Mapping[str, Source | SourceError] | None) -> list[str]:
     """The blocking checks of lectio.quality.checks over the chunks as stored in the version's table.
 
     Building a version already refuses sources that fail them (lectio.index.build); running them on
@@ -181,7 +182,7 @@ def blocking_quality_failures(conn: psycopg.Connection, version: str, sources_fi
     chunks = store.version_chunks(conn, version)
     if chunks.empty:
         return [f"{version} holds no chunks"]
-    rejected = quality.gate(chunks, sources_file, corpus_dir)
+    rejected = quality.gate(chunks, sources)
     return [f"{sid}: {r.name} ({r.description})" for sid, results in sorted(rejected.items()) for r in results]
 
 
@@ -216,7 +217,7 @@ def decide(live: str | None, candidate: str, live_reports: Mapping[str, dict] | 
 
 def gate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequence[Query]], *,
          tolerances: Mapping[str, float] = DEFAULT_TOLERANCES, k: int = 20, mode: str = "hybrid",
-         sources_file: Path | None = None, corpus_dir: Path | None = None,
+         sources: Mapping[str, Source | SourceError] | None = None,
          reports: Mapping[str, Mapping[str, dict]] | None = None) -> GateResult:
     """Score the live version and the candidate on the same query sets and decide.
 
@@ -238,7 +239,7 @@ def gate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequ
     candidate_reports = reports_of(candidate)
     live_reports = reports_of(live) if live and live != candidate else candidate_reports if live else None
     dropped = sorted(set(store.get_version(conn, live).sources) - set(info.sources)) if live else []
-    failures = blocking_quality_failures(conn, candidate, sources_file, corpus_dir)
+    failures = blocking_quality_failures(conn, candidate, sources)
     result = decide(live, candidate, live_reports, candidate_reports, tolerances, failures, dropped)
     record(conn, result, {candidate: candidate_reports, **({live: live_reports} if live else {})}, k=k, mode=mode)
     return result
@@ -296,10 +297,10 @@ def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
 
 def migrate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequence[Query]], *,
             tolerances: Mapping[str, float] = DEFAULT_TOLERANCES, keep: int = DEFAULT_KEEP, k: int = 20,
-            mode: str = "hybrid", sources_file: Path | None = None, corpus_dir: Path | None = None) -> GateResult:
+            mode: str = "hybrid", sources: Mapping[str, Source | SourceError] | None = None) -> GateResult:
     """Gate a built candidate, switch it in when it passes, and apply retention."""
     result = gate(conn, candidate, query_sets, tolerances=tolerances, k=k, mode=mode,
-                  sources_file=sources_file, corpus_dir=corpus_dir)
+                  sources=sources)
     return apply(conn, result, keep)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 import psycopg
 
 from lectio.quality import checks as quality
 from lectio.index import store
+from lectio.sources import Source, SourceError
 
 
 @dataclass(frozen=True)
@@ -29,21 +30,20 @@ def build_index(
     model_id: str,
     failed_sources: list[str],
     switch_live: bool = True,
-    sources_file: Path | None = None,
-    corpus_dir: Path | None = None,
+    sources: Mapping[str, Source | SourceError] | None = None,
 ) -> IndexOutcome:
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
     A version is switched in only when every source was indexed, or when nothing is live yet:
     a run in which some source failed never replaces what users are searching.
 
-    The blocking quality checks run here, before anything is loaded (with `sources_file`, ACLs
-    and table headers are checked against the sources). A source that fails one is treated as a
+    The blocking quality checks run here, before anything is loaded (with `sources`, each
+    chunk's ACL is checked against its source's). A source that fails one is treated as a
     failed source rather than failing the whole build: its chunks stay out of the version, and
     the rule above keeps the live index as it is, so one bad source neither stops the others
     from being indexed as a candidate nor reaches users.
     """
-    rejected = quality.gate(chunks, sources_file, corpus_dir) if not chunks.empty else {}
+    rejected = quality.gate(chunks, sources) if not chunks.empty else {}
     if rejected:
         chunks = chunks[~chunks["source_id"].isin(rejected)]
         failed_sources = sorted(set(failed_sources) | set(rejected))

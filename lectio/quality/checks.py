@@ -1,4 +1,4 @@
-"""Data-quality checks over a source's chunks and over index versions (issue 5).
+"""Data-quality checks over a source's chunks and over index versions.
 
 Each check returns a `CheckResult`: whether it passed, whether a failure must block the index,
 counts, a few failing chunk ids and, where great-expectations ran, its per-expectation results.
@@ -20,7 +20,6 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -28,9 +27,8 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
-from lectio.rulesets import registry as ingest
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
-from lectio.sources import Source, SourceError, load_source
+from lectio.sources import Source, SourceError
 
 EXAMPLES = 10  # failing chunk ids kept per check: enough to find the pattern, short in a UI
 WINDOW_EMBEDDED = {("scripture", "pericope"), ("scripture", "chapter"), ("scripture", "window")}
@@ -212,12 +210,13 @@ def _table_headers(frame: pd.DataFrame, structure: Any) -> tuple[int, list[str]]
 
     The chunk alone cannot tell a header row from a data row, so the tables come from the parsed
     document the chunks were cut from; a chunk holds a table when one of the table's rows is a
-    line of its text, and must then hold the header row as a line too."""
+    line of its text, and must then hold the header row as a line too. Without the document (at
+    index time) the header rows the chunker recorded are checked instead."""
     from lectio.readers.document_model import Document, Table
     from lectio.rulesets.documents import _row as render_row  # the one rendering of a table row
 
     if not isinstance(structure, Document):
-        return 0, []
+        return _recorded_table_headers(frame)
     tables = [
         (section.path, render_row(block.header), {render_row(row) for row in block.rows} - {render_row(block.header)})
         for section in structure.sections
@@ -233,6 +232,19 @@ def _table_headers(frame: pd.DataFrame, structure: Any) -> tuple[int, list[str]]
         if held:
             holding += 1
             if any(header not in lines for header in held):
+                headless.append(chunk_id)
+    return holding, headless
+
+
+def _recorded_table_headers(frame: pd.DataFrame) -> tuple[int, list[str]]:
+    """Without the parsed document: the chunks whose metadata records the header row of a table
+    they were cut from, and those of them whose text no longer holds that row as a line."""
+    holding, headless = 0, []
+    for chunk_id, text, metadata in zip(frame["chunk_id"], frame["text"], frame["metadata"]):
+        header = (metadata or {}).get("table_header") if isinstance(metadata, dict) else None
+        if header:
+            holding += 1
+            if header not in {line.strip() for line in text.split("\n")}:
                 headless.append(chunk_id)
     return holding, headless
 
@@ -391,25 +403,25 @@ def blocking_checks(chunks: pd.DataFrame, source: Source | None, structure: Any 
     return [permission_tags(chunks, source), header_presence(chunks, structure), unique_ids(chunks)]
 
 
-def gate(chunks: pd.DataFrame, sources_file: Path | None = None, corpus_dir: Path | None = None) -> dict[str, list[CheckResult]]:
+def gate(chunks: pd.DataFrame, sources: Mapping[str, Source | SourceError] | None = None) -> dict[str, list[CheckResult]]:
     """Failed blocking checks per source, over the chunks about to be indexed.
 
-    With a sources file, each source's ACL is compared with its chunks', and a document is
-    parsed again to know its tables' header rows (documents are small; scripture, the large
-    input, has no tables and is not re-read). A source that can no longer be read fails the check that
-    needed it, so nothing unverified gets in."""
+    With `sources` (the sources file as it stands when the index is built), each source's ACL
+    is compared with its chunks', so an ACL narrowed since the chunks were cut keeps them out.
+    Only what the chunks themselves show is checked here: a table's header row needs the parsed
+    document, which the chunk check of the same ingest run had, so nothing is read from disk
+    again. A source missing from `sources`, or no longer valid there, fails, so nothing
+    unverified gets in."""
     rejected: dict[str, list[CheckResult]] = {}
     for source_id, frame in chunks.groupby("source_id", sort=True):
-        source, structure, problem = None, None, None
-        if sources_file is not None:
-            try:
-                source = load_source(sources_file, source_id)
-                if source.kind == "document":
-                    raw = ingest.read_source(sources_file, source_id, corpus_dir or Path("."))
-                    structure = ingest.parse_source(sources_file, source_id, raw)
-            except SourceError as exc:
-                problem = str(exc)
-        results = blocking_checks(frame, source, structure)
+        source, problem = None, None
+        if sources is not None:
+            found = sources.get(str(source_id))
+            if isinstance(found, Source):
+                source = found
+            else:
+                problem = str(found) if found is not None else f"{source_id} is no longer in the sources file"
+        results = blocking_checks(frame, source)
         if problem:
             results.append(CheckResult("source_readable", False, True, f"cannot verify against the source: {problem}"))
         failed = [r for r in results if not r.passed]

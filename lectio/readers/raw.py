@@ -17,6 +17,9 @@ class RawText:
     content_hash: str
     payload: Any  # a document's text, or a Bible's list of raw verses
     units: int  # verses, lines … read: reported so a count in can be checked against a count out
+    # The source as the sources file described it when it was read: later stages take it from
+    # here rather than reading the sources file again, so a run works on one description.
+    source: Source | None = None
 
 
 def hash_parts(parts) -> str:

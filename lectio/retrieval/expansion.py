@@ -13,7 +13,9 @@ from pathlib import Path
 
 import yaml
 
-VOCABULARY = Path(__file__).resolve().parent.parent / "data" / "vocabulary" / "query_expansion.yaml"
+from lectio.settings import PROJECT_ROOT
+
+VOCABULARY = PROJECT_ROOT / "data" / "vocabulary" / "query_expansion.yaml"
 
 # A key matches a whole word or phrase, also with a plural, verb or possessive ending.
 _ENDINGS = r"(?:s|es|ed|ing|'s|’s)?"

@@ -109,6 +109,9 @@ class _Piece:
     how: str  # "section" (the whole section), "structure", "semantic"
     blocks: tuple[str, ...] = ()
     rows: tuple[int, int] | None = None  # table rows (1-based) the piece holds
+    # The table's header row, recorded so the index build can check the chunk still holds it
+    # without parsing the document again.
+    table_header: str | None = None
 
 
 def chunk(source: Source, document: Document) -> list[Chunk]:
@@ -134,7 +137,7 @@ def chunk(source: Source, document: Document) -> list[Chunk]:
                     "metadata": {
                         "split": piece.how,
                         "blocks": list(piece.blocks),
-                        **({"table_rows": list(piece.rows)} if piece.rows else {}),
+                        **({"table_rows": list(piece.rows), "table_header": piece.table_header} if piece.rows else {}),
                         "part": number,
                         "parts": len(pieces),
                     },
@@ -263,7 +266,8 @@ def _unit_pieces(unit: Unit, budget: int, target: int) -> list[_Piece]:
         joined = f"{pieces[-1].text}\n\n{text}"
         if _size(joined) <= budget:
             last = pieces[-1]
-            pieces[-1] = _Piece(joined, _size(joined), False, last.how, (*last.blocks, "exception"), last.rows)
+            pieces[-1] = _Piece(joined, _size(joined), False, last.how, (*last.blocks, "exception"), last.rows,
+                                 last.table_header)
             continue
         with_lead = f"{lead}\n\n{text}"
         if _size(with_lead) <= budget:
@@ -325,7 +329,9 @@ def _repeated_lead_pieces(intro, header, lines, budget, target, kind) -> list[_P
         lead = first_lead if number == 0 else later_lead
         text = f"{lead}\n{body}" if lead else body
         span = (units[group[0]][1][0], units[group[-1]][1][1])
-        pieces.append(_Piece(text, _size(text), False, "structure", (kind,), span if kind == "table" else None))
+        table = kind == "table"
+        pieces.append(_Piece(text, _size(text), False, "structure", (kind,), span if table else None,
+                             header if table else None))
     return pieces
 
 

@@ -1,12 +1,13 @@
 """The per-source stages, dispatched on the source's format: read → parse → chunk.
 
-Each stage takes the source id and re-validates the source from the sources file, so a bad
-entry fails its own stage with a SourceError and never the others'.
+The source is validated once, where it is read; the raw text and the parsed structure carry it
+on, so every later stage works on the same description and none reads the sources file again.
+A bad entry fails its own read with a SourceError and never another source's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -62,38 +63,54 @@ def rulesets() -> dict[str, str]:
     return {f"{fmt}/{kind or '*'}": handler.ruleset for (fmt, kind), handler in sorted(FORMATS.items(), key=str)}
 
 
-def source_and_format(sources_file: Path, source_id: str) -> tuple[Source, Format]:
-    source = load_source(sources_file, source_id)
+@dataclass(frozen=True)
+class Parsed:
+    """A source's parsed structure, with the source it was parsed as."""
+
+    source: Source
+    structure: Any
+    units_read: int
+
+
+def format_of(source: Source) -> Format:
     fmt = FORMATS.get((source.format, source.kind)) or FORMATS.get((source.format, None))
     if fmt is None:
         raise SourceError(source.id, f"format {source.format!r} has no reader in this version of lectio")
-    return source, fmt
+    return fmt
 
 
-def read_source(sources_file: Path, source_id: str, corpus_dir: Path) -> RawText:
-    source, fmt = source_and_format(sources_file, source_id)
-    return fmt.read(source, corpus_dir)
+def read_source(source: Source, corpus_dir: Path) -> RawText:
+    return replace(format_of(source).read(source, corpus_dir), source=source)
 
 
-def parse_source(sources_file: Path, source_id: str, raw: RawText) -> Any:
-    source, fmt = source_and_format(sources_file, source_id)
-    return fmt.parse(source, raw)
+def parse_source(raw: RawText) -> Parsed:
+    if raw.source is None:
+        raise ValueError(f"raw text of {raw.source_id!r} does not carry its source; read it with read_source")
+    return Parsed(raw.source, format_of(raw.source).parse(raw.source, raw), raw.units)
 
 
-def chunk_source(sources_file: Path, source_id: str, parsed: Any) -> list[Chunk]:
-    source, fmt = source_and_format(sources_file, source_id)
-    chunks = fmt.chunk(source, parsed)
+def chunk_source(parsed: Parsed) -> list[Chunk]:
+    source = parsed.source
+    chunks = format_of(source).chunk(source, parsed.structure)
     ids = [c.chunk_id for c in chunks]
     if len(set(ids)) != len(ids):
-        raise SourceError(source_id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
+        raise SourceError(source.id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
     return chunks
 
 
-def structure_facts(parsed: Any, units_read: int) -> dict[str, Any]:
+def run_source(sources_file: Path, source_id: str, corpus_dir: Path) -> tuple[Parsed, list[Chunk]]:
+    """All three stages for one source of a sources file, outside Dagster (tests, tools)."""
+    parsed = parse_source(read_source(load_source(sources_file, source_id), corpus_dir))
+    return parsed, chunk_source(parsed)
+
+
+def structure_facts(parsed: Parsed) -> dict[str, Any]:
     """What the parsed-structure stage shows about a source: verse counts for a Bible (empty
     slots listed, not dropped), the number of structural units for anything else."""
     import pandas as pd
 
+    units_read = parsed.units_read
+    parsed = parsed.structure
     if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
         empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
         return {

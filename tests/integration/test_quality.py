@@ -4,6 +4,7 @@ faulty chunker or a stale output would leave them."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from lectio.rulesets.chunk import chunks_frame, content_hash
 from lectio.embedding.cache import embed_chunks
 from lectio.index.build import build_index
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS, Embedder
-from lectio.sources import load_source, source_ids
+from lectio.sources import load_source, load_sources
 from pipelines.definitions import build_definitions
 from resources import LectioResource
 
@@ -40,9 +41,8 @@ sources:
 
 
 def chunked(sources_file: Path, source_id: str, corpus_dir: Path):
-    raw = ingest.read_source(sources_file, source_id, corpus_dir)
-    parsed = ingest.parse_source(sources_file, source_id, raw)
-    return chunks_frame(ingest.chunk_source(sources_file, source_id, parsed)), parsed
+    parsed, chunks = ingest.run_source(sources_file, source_id, corpus_dir)
+    return chunks_frame(chunks), parsed.structure
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def clean(quality_sources, fixture_sources, settings):
 
 
 def sources_of(sources_file: Path):
-    return {sid: load_source(sources_file, sid) for sid in source_ids(sources_file)}
+    return load_sources(sources_file)
 
 
 def corrupt(frame: pd.DataFrame, chunk_id: str, **changes) -> pd.DataFrame:
@@ -101,7 +101,7 @@ def test_clean_chunks_pass_every_check(clean, quality_sources, fixture_sources):
     web = quality.verse_coverage(*clean["web"])
     assert web.counts["verses"] == 104 + 21 + 39 + 6 + 36 and "exactly once" in web.description
     both = pd.concat([frame for frame, _ in clean.values()], ignore_index=True)
-    assert quality.gate(both[both["source_id"].isin(sources_of(quality_sources))], quality_sources) == {}
+    assert quality.gate(both[both["source_id"].isin(sources_of(quality_sources))], sources_of(quality_sources)) == {}
 
 
 def test_a_chunk_without_acl_fails_only_the_permission_check(clean, quality_sources):
@@ -193,7 +193,8 @@ def test_every_verse_once_at_verse_granularity(clean, fixture_sources):
     # A verse the module leaves empty is reported, not failed.
     emptied = parsed.copy()
     emptied.loc[emptied["ref"] == "rom_8_28", "text"] = ""
-    rechunked = chunks_frame(ingest.chunk_source(fixture_sources, "web", emptied))
+    web = load_source(fixture_sources, "web")
+    rechunked = chunks_frame(ingest.chunk_source(ingest.Parsed(web, emptied, len(emptied))))
     result = quality.verse_coverage(rechunked, emptied)
     assert result.passed and result.counts["empty_verse_slots"] == 1 and "rom_8_28" in result.details["empty_verse_slots"]
 
@@ -254,7 +255,7 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
     embedder = Embedder()
     embed_chunks(conn, severinus, embedder)
     frame = pd.concat([bookshop, notes, severinus], ignore_index=True)
-    outcome = build_index(conn, frame, embedder.model_id, [], sources_file=quality_sources)
+    outcome = build_index(conn, frame, embedder.model_id, [], sources=sources_of(quality_sources))
     assert set(outcome.rejected) == {"bookshop", "notes-alice"}
     assert "header_presence" in outcome.rejected["bookshop"] and "permission_tags" in outcome.rejected["notes-alice"]
     assert not outcome.live and store.live_version(conn) == live_before
@@ -264,7 +265,7 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
     # With every source rejected nothing is built, and the error names them and the checks.
     with pytest.raises(ValueError, match=r"bookshop: header_presence.*notes-alice: permission_tags"):
         build_index(conn, pd.concat([bookshop, notes], ignore_index=True), embedder.model_id, [],
-                    sources_file=quality_sources)
+                    sources=sources_of(quality_sources))
     assert store.live_version(conn) == live_before
 
 
@@ -281,8 +282,9 @@ INGEST = ["raw_texts", "parsed_structure", "chunks", "embeddings"]
 
 
 def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, tmp_path):
-    """Chunks made while a source was visible to group:staff, checked after its ACL was narrowed
-    to one user: the chunks are now more visible than their source."""
+    """A stored chunk output made more visible than its source (as a chunker bug or a tampered
+    store would) fails its blocking check and keeps embeddings from running; an ACL narrowed in
+    the sources file afterwards keeps the source out of the next index."""
     shutil.copy(FIXTURES / "staff_guide.md", tmp_path)
     shutil.copy(FIXTURES / "notes" / "alice.jsonl", tmp_path)
     before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
@@ -306,9 +308,12 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
         permission = next(e for e in evaluations if e.check_name == "permission_tags")
         assert permission.metadata["great_expectations"].value[0]["success"]
 
-    # The chunk checks run again under the narrowed ACL, with embeddings downstream in the run.
+    stored = tmp_path / "storage" / "chunks" / "staff-guide"
+    frame = pickle.loads(stored.read_bytes())
+    frame.at[frame.index[0], "acl"] = ["group:staff", "public"]
+    stored.write_bytes(pickle.dumps(frame))
     checks_then_embed = AssetSelection.checks_for_assets(AssetKey("chunks")) | AssetSelection.assets("embeddings")
-    result = run(after, checks_then_embed, "staff-guide")
+    result = run(before, checks_then_embed, "staff-guide")
     assert not result.success
     failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert set(failed) == {"permission_tags"}
@@ -328,3 +333,16 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
     assert store.live_version(conn) == live_before
     rows = next(e for e in result.get_asset_check_evaluations() if e.check_name == "index_row_count")
     assert rows.passed
+
+
+def test_the_index_gate_reads_no_file_again(clean, quality_sources, tmp_path):
+    """The gate judges the chunks as they were cut: a document edited or deleted since then is
+    not parsed again (its new text would be checked in its own next run)."""
+    frame = clean["bookshop"][0]
+    folder = tmp_path / "moved"
+    shutil.copytree(quality_sources.parent, folder)
+    sources = load_sources(folder / "sources.yaml")
+    (folder / "bookshop_policy.md").unlink()
+    assert quality.gate(frame, sources) == {}
+    # What the chunks show is still checked: a split table chunk that lost its header row fails.
+    assert "header_presence" in {r.name for r in quality.gate(headless(frame), sources)["bookshop"]}

@@ -4,7 +4,6 @@ collapse of hits that add no new verse."""
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
 from lectio.retrieval.expansion import expansions, load_vocabulary
 from lectio.index.build import build_index
-from lectio.rulesets.registry import chunk_source, parse_source, read_source
+from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval.search import Filters, SearchConfig, search
 from lectio.retrieval.word_study import detect
@@ -51,8 +50,7 @@ def small_index(tmp_path_factory, database, settings):
     sources = folder / "sources.yaml"
     chunks = []
     for sid in ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"):
-        raw = read_source(sources, sid, settings.corpus_dir)
-        chunks.extend(chunk_source(sources, sid, parse_source(sources, sid, raw)))
+        chunks.extend(run_source(sources, sid, settings.corpus_dir)[1])
     frame = chunks_frame(chunks)
     embedder = Embedder()
     with database.connect() as conn:
@@ -313,6 +311,6 @@ def test_a_dictionary_key_stored_twice_gives_one_entry(tmp_path, settings):
         "sources:\n  - {id: h, kind: lexicon, format: sword-lexicon, module: StrongsHebrew, select: H2199-H2200,"
         " acl: [public]}\n")
     sources = tmp_path / "sources.yaml"
-    chunks = chunk_source(sources, "h", parse_source(sources, "h", read_source(sources, "h", settings.corpus_dir)))
+    chunks = run_source(sources, "h", settings.corpus_dir)[1]
     assert [c.chunk_id for c in chunks] == ["strongs_h2199", "strongs_h2200"]
     assert chunks[1].metadata["language"] == "Hebrew" and chunks[1].metadata["lemma"]
