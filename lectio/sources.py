@@ -7,6 +7,7 @@ read, with a `SourceError` naming it, while every other source still indexes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,27 @@ FORMATS = (
 # Formats whose chunker reads `rules:`; elsewhere the key would be ignored silently, so it is refused.
 TUNABLE_FORMATS = ("sword-bible",)
 METADATA_KEYS = ("title", "author", "translation", "tradition", "tier", "effective_date", "scope")
+
+
+# `public`, or `kind:name` (user:alice, group:staff). No commas, spaces or '|': a principal is
+# always one value, whatever joins or splits it on its way to the database.
+PRINCIPAL = re.compile(r"^(public|[a-z][a-z0-9_-]*:[A-Za-z0-9][A-Za-z0-9_.@+-]*)$")
+
+
+class PrincipalError(ValueError):
+    pass
+
+
+def check_principals(principals) -> tuple[str, ...]:
+    """The principals as a tuple, or a PrincipalError naming the first that is not one."""
+    if isinstance(principals, str):
+        principals = (principals,)
+    checked = tuple(principals)
+    for p in checked:
+        if not isinstance(p, str) or not PRINCIPAL.match(p):
+            raise PrincipalError(f"{p!r} is not a principal: expected 'public' or kind:name "
+                                 "(user:alice, group:staff) without commas or spaces")
+    return checked
 
 
 class SourceError(Exception):
@@ -102,6 +124,10 @@ def parse_source(entry: dict[str, Any], base_dir: Path) -> Source:
         acl = [acl]
     if not isinstance(acl, list) or not acl or not all(isinstance(p, str) and p.strip() for p in acl):
         raise SourceError(sid, f"'acl' must be a non-empty list of principals, got {acl!r}")
+    try:
+        acl = list(check_principals(p.strip() for p in acl))
+    except ValueError as exc:
+        raise SourceError(sid, f"'acl': {exc}") from None
     kind = entry.get("kind")
     if kind not in KINDS:
         raise SourceError(sid, f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")

@@ -1,4 +1,4 @@
-"""Re-chunking as a parallel index migration (seed 001): score, gate, switch, retain.
+"""Re-chunking as a parallel index migration: score, gate, switch, retain.
 
 A candidate index version is built beside the live one (`lectio run --candidate`, `lectio
 migrate`, or the Dagster `migrate_index` job) while the live one keeps answering. This module
@@ -7,7 +7,7 @@ sets, which are keyed by verse refs and text and never by chunk ids, so the labe
 re-chunking. The candidate goes live only when
 
 - no guarded metric of any query set drops by more than its tolerance (recall@20 by 0.03 by
-  default, as seed 001 measures a chunking change),
+  default, recall@20 being the usual measure of a chunking change),
 - its chunks pass every blocking data-quality check (lectio.quality.checks: permission tags, headers,
   unique ids), read back from the candidate's own table, and
 - it holds every source the live version holds (a failed or rejected source is not a rule change).
@@ -37,13 +37,14 @@ from lectio.sources import Source, SourceError
 
 DEFAULT_QUERY_SETS = (PROJECT_ROOT / "data" / "queries" / "theology.jsonl",)
 DEFAULT_KEEP = 3  # other ready versions kept besides the live one and the rollback target
-# Metric → the largest drop allowed, on the metrics' 0–1 scale. Besides seed 001's recall@20,
-# recall within the token budget is guarded: a coarser chunking covers more verses per hit, so
-# recall@20 alone rewards chunks that spend the budget (DESIGN §3 compares granularities by
-# budget recall). On a small corpus a chapter per chunk even keeps recall@20 at 1.0; the budget
-# is what it pays. Every other metric is reported side by side and guarded only when asked.
+# Metric → the largest drop allowed, on the metrics' 0–1 scale. Besides recall@20, the usual
+# measure of a chunking change, recall within the token budget is guarded: a coarser chunking
+# covers more verses per hit, so recall@20 alone rewards chunks that spend the budget (budget
+# recall is what compares granularities fairly). On a small corpus a chapter per chunk even
+# keeps recall@20 at 1.0; the budget is what it pays. Every other metric is reported side by
+# side and guarded only when asked.
 DEFAULT_TOLERANCES = {"recall@20": 0.03, "budget_recall@1000": 0.05}
-# Listed per query whenever they change, guarded or not: the seed's comparison metric.
+# Listed per query whenever they change, guarded or not: the main metric for comparing chunkings.
 ALWAYS_LISTED = ("recall@20",)
 
 

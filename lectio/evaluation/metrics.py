@@ -1,4 +1,5 @@
-"""Scoring retrieval against labelled query sets, with the metrics of DESIGN §4.
+"""Scoring retrieval against labelled query sets, with the metrics: recall@k, precision@5, MRR,
+nDCG@10, negative recall, qualifier presence, budget recall.
 
 A result covers the verse refs it contains (one for a verse, the range for a pericope), so
 granularities are compared fairly; budget recall charges large chunks for the tokens they use.

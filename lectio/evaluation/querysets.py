@@ -1,4 +1,4 @@
-"""Labelled query sets (DESIGN §4): one JSON object per line, validated on load.
+"""Labelled query sets for the retrieval metrics: one JSON object per line, validated on load.
 
 A line is ``{"id", "query", "relevant", "expected_top_5", "expected_in_top_10",
 "should_not_appear", "must_include_text", "principals", "filters"}``; only ``query`` is

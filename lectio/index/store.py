@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from lectio.index import citations as prominence
-from lectio.index import xrefs
+from lectio.index import security, xrefs
 from lectio.embedding.cache import CACHE_SCHEMA
 from lectio.embedding.model import DIMENSIONS
 
@@ -33,7 +33,7 @@ INDEX_LAYOUT = 6
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE SEQUENCE IF NOT EXISTS index_version_seq;
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS index_versions (
     sources jsonb NOT NULL,
     rows integer,
     status text NOT NULL,
-    metrics jsonb NOT NULL DEFAULT '{{}}',
+    metrics jsonb NOT NULL DEFAULT '{}',
     build_seconds double precision,
     created_at timestamptz NOT NULL DEFAULT now()
 );
@@ -87,30 +87,47 @@ _CHUNK_COLUMNS = [
 ]
 
 
-# The role searches run as. It owns nothing and cannot bypass row-level security, so a chunk's
-# ACL is enforced by PostgreSQL whatever SQL reaches it.
-READER_ROLE = "lectio_reader"
+# Bump when the shared schema changes (tables, functions, policies on existing versions);
+# ensure_schema then migrates once and every later call costs one read.
+# 2: principals reach row-level security as a signed token (lectio.index.security); existing
+#    version tables get the new policy. 'revoked' versions.
+SCHEMA_VERSION = 2
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
-    with conn.transaction():
-        # Several processes may start at once; CREATE EXTENSION IF NOT EXISTS is not race-free.
-        conn.execute("SELECT pg_advisory_xact_lock(4242)")
-        conn.execute(_SCHEMA)
-        conn.execute(CACHE_SCHEMA)
-        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone():
-            conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
-                    sql.Identifier(READER_ROLE))
-            )
-        conn.execute(sql.SQL("GRANT SELECT ON index_versions, live_index TO {}").format(sql.Identifier(READER_ROLE)))
+    """Create or migrate the shared schema when its version is behind; otherwise only a read.
+    DDL takes locks that queue behind open searches, so it must not run on every call."""
+    if _schema_version(conn) < SCHEMA_VERSION:
+        with conn.transaction():
+            # Several processes may start at once; CREATE EXTENSION IF NOT EXISTS is not race-free.
+            conn.execute("SELECT pg_advisory_xact_lock(4242)")
+            if _schema_version(conn) < SCHEMA_VERSION:
+                _migrate_schema(conn)
     register_vector(conn)
 
 
-def act_as_reader(conn: psycopg.Connection, principals) -> None:
-    """For the rest of the current transaction: the reader role, seeing what `principals` may."""
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(READER_ROLE)))
-    conn.execute("SELECT set_config('lectio.principals', %s, true)", (",".join(principals),))
+def _schema_version(conn: psycopg.Connection) -> int:
+    if conn.execute("SELECT to_regclass('lectio_schema')").fetchone()[0] is None:
+        return 0
+    row = conn.execute("SELECT version FROM lectio_schema").fetchone()
+    return row[0] if row else 0
+
+
+def _migrate_schema(conn: psycopg.Connection) -> None:
+    conn.execute(_SCHEMA)
+    conn.execute(CACHE_SCHEMA)
+    conn.execute(security.SCHEMA)
+    security.create_reader_role(conn)
+    reader = sql.Identifier(security.READER_ROLE)
+    conn.execute(sql.SQL("GRANT SELECT ON index_versions, live_index TO {}").format(reader))
+    # Versions built under an older policy get the current one.
+    for (table,) in conn.execute(
+        "SELECT table_name FROM index_versions WHERE status = 'ready' AND to_regclass(table_name) IS NOT NULL"
+    ).fetchall():
+        _protect(conn, table)
+    conn.execute("CREATE TABLE IF NOT EXISTS lectio_schema (version integer NOT NULL)")
+    conn.execute("DELETE FROM lectio_schema")
+    conn.execute("INSERT INTO lectio_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
 
 
 # ---------------------------------------------------------------- index versions
@@ -386,23 +403,15 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
 
 
 def _protect(conn: psycopg.Connection, table: str) -> None:
-    """Row-level security on a version's chunks and its cross-reference edges: the reader sees a
-    row only when one of the principals set for its transaction is in the row's ACL (no
-    principals: no rows). The BM25 word statistics and the citation counts come from public chunks
-    only and are readable."""
-    reader = sql.Identifier(READER_ROLE)
-    for protected in (table, xrefs.table_name(table)):
-        ident = sql.Identifier(protected)
-        conn.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(ident))
-        conn.execute(
-            sql.SQL(
-                "CREATE POLICY acl_visible ON {} FOR SELECT TO {} "
-                "USING (acl && string_to_array(current_setting('lectio.principals', true), ','))"
-            ).format(ident, reader)
-        )
-        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, reader))
-    for public in (lexicon_table(table), prominence.table_name(table)):
-        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(public), reader))
+    """Row-level security on a version's chunks and its cross-reference edges (lectio.index.security).
+    The BM25 word statistics and the citation counts come from public chunks only and are readable."""
+    protected = [table] + ([xrefs.table_name(table)] if _exists(conn, xrefs.table_name(table)) else [])
+    readable = [t for t in (lexicon_table(table), prominence.table_name(table)) if _exists(conn, t)]
+    security.protect(conn, protected, readable)
+
+
+def _exists(conn: psycopg.Connection, table: str) -> bool:
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
 
 def _companions(table: str) -> tuple[str, ...]:

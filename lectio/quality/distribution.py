@@ -1,4 +1,4 @@
-"""Chunk-size distributions: the long tail is information (seed 001), so it is listed, not hidden."""
+"""Chunk-size distributions: the long tail is information, so it is listed, not hidden."""
 
 from __future__ import annotations
 

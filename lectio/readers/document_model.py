@@ -16,8 +16,8 @@ from typing import Union
 from lectio.sources import Source
 
 # A paragraph (or a list's or table's introduction) opening with one of these qualifies the block
-# before it, and is kept in the same chunk (seed 001: split a rule from its exception and both
-# halves retrieve well and answer wrongly). Matched case-insensitively after leading emphasis.
+# before it, and is kept in the same chunk (split a rule from its exception and both halves
+# retrieve well and answer wrongly). Matched case-insensitively after leading emphasis.
 EXCEPTION_OPENERS = (
     "except",
     "exception",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """How a non-reference query is answered. Seed 002/003: lexical matching catches what
+    """How a non-reference query is answered. Lexical matching catches what
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
 
     mode: str = "hybrid"  # hybrid | vector | lexical
@@ -32,7 +32,7 @@ class SearchConfig:
     title_weight: float = 1.0
     # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
     collapse_covered: bool = True
-    # Cross-reference expansion (seed 002): verses the corpus links to the best hits' passages,
+    # Cross-reference expansion: verses the corpus links to the best hits' passages,
     # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight
     # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); see the README.
@@ -51,7 +51,7 @@ class SearchConfig:
     # past this many hits from one non-scripture source, its further hits follow all the others.
     # Hybrid mode, and only when no kind is asked for; None turns it off.
     per_source: int | None = 2
-    # Maximal marginal relevance (seed 003: a crowded theme returns near-duplicate verses): each
+    # Maximal marginal relevance (a crowded theme returns near-duplicate verses): each
     # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
     # taken. None keeps the ranking as fused.
     mmr_lambda: float | None = None

@@ -1,4 +1,4 @@
-"""Theology query expansion (seed 002): the words the texts use for the idea a query names.
+"""Theology query expansion: the words the texts use for the idea a query names.
 
 "grace" in a question should also reach passages that say "mercy" or "loving kindness", and "the
 Lord" should reach the WEB's "Yahweh". The vocabulary lives in data/vocabulary/query_expansion.yaml;

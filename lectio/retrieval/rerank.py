@@ -90,7 +90,7 @@ def spread_sources(hits: list[tuple[tuple, float]], per_source: int) -> list[tup
 
 
 def parents_of(conn, table_name, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Seed 004: retrieve the child, return the parent. A hit with a parent (a verse in its
+    """Retrieve the child, return the parent. A hit with a parent (a verse in its
     pericope) is replaced by the parent, and a parent reached twice is kept once, at its best rank.
     The parent is read under the same row-level rules as its child (same source, same ACL)."""
     parents = dict(

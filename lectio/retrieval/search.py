@@ -2,7 +2,7 @@
 
 A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
 entry and the verses that use it; anything else is ranked by several retrievers fused by
-reciprocal rank fusion (seed 002): HNSW vectors, BM25 with theology query expansion, pericope
+reciprocal rank fusion: HNSW vectors, BM25 with theology query expansion, pericope
 titles, and the corpus's own cross-reference graph. Every read runs as the application role under
 row-level security with the caller's principals."""
 
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 import psycopg
 from psycopg import sql
 
-from lectio.index import store
+from lectio.index import security, store
 from lectio.retrieval import candidates, rerank, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
@@ -99,7 +99,7 @@ def search(
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.
-        store.act_as_reader(conn, principals)
+        security.act_as_reader(conn, principals)
         if ranges:
             return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
         config = config or SearchConfig()

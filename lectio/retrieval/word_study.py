@@ -1,4 +1,4 @@
-"""Queries about a biblical word (seed 002, strategy 4): "G26", "ἀγάπη", "agape", "the Hebrew
+"""Queries about a biblical word: "G26", "ἀγάπη", "agape", "the Hebrew
 word for mercy". Such a query gets the Strong's entry (exact, then fuzzy, then semantic) and the
 verses that use the word, which the WEB tags with Strong's numbers."""
 

@@ -1,6 +1,6 @@
 """Commentary from SWORD modules: entries → structural units → chunks that fit the model.
 
-Seed 000's three passes, plus its overlap:
+Three passes, plus an overlap:
 
 1. Structural segmentation. An entry (one stored comment) is cut into units by its own markup:
    Matthew Henry's "Verses 14-19" comments with the chapter outline and introductions beside
@@ -42,9 +42,9 @@ from lectio.rulesets.scripture import chapter_filter
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import paragraphs, sentences, split_to_fit, with_trailing_overlap
 
-# Seed 000 merges under 150 and splits over 600 tokens; our ceiling is the model's 254, so the
-# same quarter-of-the-ceiling floor is 64. Below it a unit is a line or two ("Verse 9 Lying is a
-# damning, destroying sin.") whose vector says little on its own.
+# A common commentary rule merges under 150 and splits over 600 tokens; our ceiling is the
+# model's 254, so the same quarter-of-the-ceiling floor is 64. Below it a unit is a line or two
+# ("Verse 9 Lying is a damning, destroying sin.") whose vector says little on its own.
 MIN_UNIT_TOKENS = 64
 # A split piece leaves this much room under the budget so the previous piece's last sentence
 # can be carried in front of it (a median sentence here is ~30 word pieces).

@@ -1,8 +1,8 @@
 """Ordinary documents (policies, price lists, guides) in markdown, plain text or HTML:
 read → document model → chunks.
 
-Seed 001: chunking is document modelling. Each format is lexed into the same blocks (headings,
-paragraphs, lists, tables), which are built into a document model: sections under their heading
+Chunking is document modelling. Each format is lexed into the same blocks (headings, paragraphs,
+lists, tables), which are built into a document model: sections under their heading
 path, a list with the sentence that introduces it, a table with its header row, and a rule with
 the exceptions that follow it. Chunks are cut from that model, structure first and size inside
 structure:
@@ -11,14 +11,14 @@ structure:
 - a chunk never spans two sections, and a paragraph is never split unless it alone is too long;
 - a list or table too long for one chunk repeats its introduction (and a table its header row)
   on every chunk; a rule and its exceptions are one unit, kept in one chunk;
-- flowing prose too long for one chunk is split where the topic turns (seed 004: sentence
-  embeddings, cut where adjacent similarity falls below a percentile of that unit's), and only
-  then to the model's limit;
+- flowing prose too long for one chunk is split where the topic turns (sentence embeddings,
+  cut where adjacent similarity falls below a percentile of that unit's), and only then to the
+  model's limit;
 - the breadcrumb (title › section path | effective date | scope) is the first line of every
   chunk's text, and stored in `breadcrumb` and `metadata`;
 - where a heading's whole subtree of several sections fits the model, it is also emitted as a
-  "document-section" parent chunk and its section chunks point to it (seed 004: retrieve the
-  child, return the parent).
+  "document-section" parent chunk and its section chunks point to it (retrieve the child,
+  return the parent).
 
 This module is the chunking ruleset; `lectio.readers.documents` lexes each format into blocks and
 `lectio.readers.document_model` builds the model from them.
@@ -59,7 +59,7 @@ RULES = {
     # A section that fits the model is one chunk whatever its size; larger sections are cut into
     # structural units, and neighbouring small units of one section are packed up to this many
     # word pieces, breadcrumb included. 200 because the model was trained on inputs of at most
-    # 128 pieces and dilutes past that, seed 004 puts fact-lookup chunks at 200-400 tokens, and
+    # 128 pieces and dilutes past that, fact-lookup chunks are commonly put at 200-400 tokens, and
     # the hard window (254) leaves no room for 400: 200 keeps a chunk focused while a typical
     # policy paragraph (60-120 pieces) plus its neighbour or its exception still fits.
     "pack_target_tokens": 200,
@@ -302,9 +302,9 @@ def _item_groups(block: ItemList) -> list[tuple[str, tuple[int, int]]]:
 
 def _repeated_lead_pieces(intro, header, lines, budget, target, kind) -> list[_Piece]:
     """Lines (items or rows) packed evenly under a lead repeated on every piece: the list's
-    introduction, or the table's introduction and header row (seed 001). A long introduction
-    is given whole on the first piece and by its last sentence on the others; one too long to
-    share a piece with any line stands before them on its own."""
+    introduction, or the table's introduction and header row. A long introduction is given whole
+    on the first piece and by its last sentence on the others; one too long to share a piece with
+    any line stands before them on its own."""
     pieces: list[_Piece] = []
     later_intro = intro
     if intro and _size(intro) > RULES["intro_repeat_max_tokens"]:

@@ -1,5 +1,5 @@
-"""Modern scholarship: a commentary split at its passages, then at shifts of register
-(seed 000, "Modern Scholarship: Technical Precision").
+"""Modern scholarship: a commentary split at its passages, then at shifts of register, for
+technical precision.
 
 A modern commentary section moves between Greek or Hebrew analysis, Second Temple background,
 theological exposition and application. One vector for all four answers each kind of question
@@ -44,8 +44,8 @@ REGISTERS = ("grammar", "background", "application", "exposition")  # priority o
 
 # Why 40: the header alone costs ~20-30 word pieces, and a body under 40 is one average sentence
 # of this prose (~30 pieces): a chunk that small has too little signal to be retrieved on its
-# own (seed 001: merge trivially short units), while 40 is well under the ~160 pieces of the
-# four 125-word topical chunks seed 000 holds up as the target, so real shifts still split.
+# own (trivially short units are better merged), while 40 is well under the ~160 pieces of the four
+# 125-word topical chunks a common guideline holds up as the target, so real shifts still split.
 MIN_GROUP_TOKENS = 40
 
 RULES = {

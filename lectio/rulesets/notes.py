@@ -1,7 +1,7 @@
 """Personal study notes: a JSONL file, one `{"id", "ref", "text"}` per line, private to the user
 named in the source's ACL.
 
-Seed 000's minimal chunking: a note under 200 tokens is embedded whole; 200–800 tokens is split
+Minimal chunking: a note under 200 tokens is embedded whole; 200–800 tokens is split
 at paragraph boundaries when it has several paragraphs, else kept whole; over 800 is split at
 paragraph boundaries with a 50-token overlap. The model's limit wins over "whole": a single
 paragraph past 254 word pieces is split between sentences. No context header is embedded (the

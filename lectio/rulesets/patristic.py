@@ -1,5 +1,5 @@
 """Church Fathers: a work in books and chapters → small chunks tagged with what they cite,
-what they are about and whom they argue against (seed 000, "Patristic Writings").
+what they are about and whom they argue against.
 
 A patristic paragraph cites three passages, answers a heresy and makes its own argument in two
 hundred words, so its vector is a blend. Two things sharpen retrieval: small chunks, and explicit
@@ -17,7 +17,7 @@ Source convention (one work per file; author and work title come from the source
 
 Paragraphs are separated by blank lines. A work with no Book or Chapter lines is one division.
 
-Size: seed 000 caps patristic chunks at 300 tokens, but the embedding model sees only
+Size: a common guideline caps patristic chunks at 300 tokens, but the embedding model sees only
 MAX_TEXT_TOKENS (254) word pieces, header included, so the model's limit is the cap that holds.
 """
 

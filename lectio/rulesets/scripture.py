@@ -1,7 +1,7 @@
 """Scripture from a SWORD Bible module: raw verses → verse structure → verse and pericope chunks.
 
-Seed 000: the verse is the natural retrieval unit, and a pericope (a multi-verse argument or
-narrative) is indexed beside it so a query about a whole passage can match the passage.
+The verse is the natural retrieval unit, and a pericope (a multi-verse argument or narrative) is
+indexed beside it so a query about a whole passage can match the passage.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import sentences
 
 # Named rulesets a source picks with `chunking:`. "structural" is lectio's; "chapter" and
-# "fixed-512" are the baselines of seed 003 and DESIGN §3, kept to measure the gain against.
+# "fixed-512" are common baselines (a chapter per chunk, fixed 512-token windows), kept to measure
+# the gain against.
 RULES = {
     "structural": {
         "granularities": ["verse", "pericope", "paragraph"],
@@ -39,7 +40,7 @@ RULES = {
 RULESETS = {name: ruleset_version(f"scripture-{name}", rules) for name, rules in RULES.items()}
 RULESET = RULESETS["structural"]
 # Rules a source may override with `rules:` in the sources file, with their allowed range. This is
-# how a migration tries a candidate (seed 001): the overridden rules are hashed into the ruleset
+# how a migration tries a candidate: the overridden rules are hashed into the ruleset
 # version like any other rule, so the candidate's chunks are a new index version.
 TUNABLE = {
     "structural": {"paragraph_context_sentences": (0, 5), "paragraph_max_tokens": (32, MAX_TEXT_TOKENS)},
@@ -261,7 +262,7 @@ def _verses(verses: pd.DataFrame, source: Source, suffix: str, parent_of: dict) 
 
 
 def _paragraphs(verses: pd.DataFrame, source: Source, suffix: str, rules: dict) -> list[dict]:
-    """Seed 003: each paragraph with two sentences of its neighbours either side, within the model's
+    """Each paragraph with two sentences of its neighbours either side, within the model's
     window; a paragraph too long for it is cut at verse boundaries (poetry has few marks)."""
     context = rules["paragraph_context_sentences"]
     new_paragraph = (

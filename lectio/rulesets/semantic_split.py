@@ -18,7 +18,7 @@ def token_size(text: str) -> int:
 
 
 def semantic_split(paragraphs: list[str], budget: int, rules: dict) -> list[str]:
-    """Consecutive paragraphs too long for one chunk, cut where the topic turns (seed 004).
+    """Consecutive paragraphs too long for one chunk, cut where the topic turns.
 
     Cuts fall only between paragraphs, or between sentences inside a paragraph that alone is
     longer than the budget. The similarity at a possible cut compares the sentences either side
@@ -89,7 +89,7 @@ def fit_sentences(text: str, budget: int) -> list[str]:
 def _boundary_similarity(units: list[str], window: int) -> np.ndarray:
     """Cosine similarity at each boundary between units: every sentence is embedded, and a
     boundary compares the mean of the `window_sentences` sentences before it with the mean of
-    those after it. Seed 004 compares single adjacent sentences; two a side is steadier: on the
+    those after it. The usual method compares single adjacent sentences; two a side is steadier: on the
     refunds-then-shipping fixture the topic turn scores 0.45 against 0.53 for the next-lowest
     boundary, where single sentences give 0.29 against 0.30."""
     sentence_rows: list[str] = []

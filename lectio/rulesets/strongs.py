@@ -1,6 +1,6 @@
 """Strong's Greek and Hebrew dictionaries (SWORD zLD modules) as a lexicon source.
 
-Seed 002, strategy 4: a question about a word ("agape", "G26", "the Hebrew word for mercy")
+A question about a word ("agape", "G26", "the Hebrew word for mercy")
 wants the lexicon entry that explains the word's range, and the verses that use it. One chunk per
 entry: the number, the word in its own script, its transliteration and pronunciation, the
 definition and the KJV's renderings. The WEB tags its words with Strong's numbers, so the verses

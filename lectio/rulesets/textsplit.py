@@ -121,7 +121,7 @@ def last_sentence(text: str) -> str:
 
 
 def with_trailing_overlap(pieces: list[str], max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
-    """Repeat each piece's last sentence at the start of the next (seed 000's trailing-sentence
+    """Repeat each piece's last sentence at the start of the next (a trailing-sentence
     overlap), when the result still fits; continuity at a boundary without much duplication."""
     out = pieces[:1]
     for previous, piece in zip(pieces, pieces[1:]):

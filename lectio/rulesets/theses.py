@@ -1,4 +1,4 @@
-"""Numbered theses in the shape of a disputation (Luther's Heidelberg Disputation is seed 000's
+"""Numbered theses in the shape of a disputation (Luther's Heidelberg Disputation, for
 example): each thesis with its proof is one chunk.
 
 The text file holds an optional preface, then theses, each a paragraph opening with its number

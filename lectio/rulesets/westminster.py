@@ -1,5 +1,5 @@
 """The Westminster Standards: the Confession by chapter and section, the Larger and Shorter
-Catechisms by question and answer (seed 000: follow the text's own structural markers).
+Catechisms by question and answer, following the text's own structural markers.
 
 The data is `westminster_cli/data/standards.json` from PyPI `westminster-standards-cli`. Only the
 original text is read (`heading`, `text`, `question`, `answer`): the proof-text selections and

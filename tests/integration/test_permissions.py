@@ -1,11 +1,14 @@
 """Permissions are enforced by PostgreSQL row-level security, not only by the search's WHERE clause."""
 
+import time
+
 import psycopg
 import pytest
 from psycopg import sql
 
-from lectio.index import store
+from lectio.index import security, store
 from lectio.retrieval.search import SearchConfig, search
+from lectio.sources import PrincipalError
 
 QUERY = "anxious prayer before the hospital appointment"
 
@@ -28,28 +31,28 @@ def test_private_notes_reach_only_their_owner_through_search(main_run, conn):
 def reader(database, conn, main_run):
     """A raw connection as the application role, as any code path of the app would have."""
     table = store.get_version(conn, store.live_version(conn)).table_name
-    with psycopg.connect(database.reader_url(store.READER_ROLE), autocommit=True) as connection:
+    with psycopg.connect(database.reader_url(security.READER_ROLE), autocommit=True) as connection:
         yield connection, sql.Identifier(table)
 
 
-def count_notes(connection, table, principals):
+def count_notes(connection, table, token):
     with connection.transaction():
-        if principals is not None:
-            connection.execute("SELECT set_config('lectio.principals', %s, true)", (principals,))
+        if token is not None:
+            connection.execute("SELECT set_config('lectio.principals', %s, true)", (token,))
         return connection.execute(
             sql.SQL("SELECT source_id, count(*) FROM {} WHERE source_id LIKE 'notes-%%' GROUP BY 1 ORDER BY 1").format(table)
         ).fetchall()
 
 
-def test_raw_queries_as_the_application_role_see_only_permitted_rows(reader):
+def test_raw_queries_as_the_application_role_see_only_permitted_rows(reader, conn):
     connection, table = reader
-    assert connection.execute("SELECT current_user").fetchone()[0] == store.READER_ROLE
+    assert connection.execute("SELECT current_user").fetchone()[0] == security.READER_ROLE
     assert count_notes(connection, table, None) == []  # no principals set: nothing at all
-    assert count_notes(connection, table, "public,user:alice") == [("notes-alice", 16)]
-    assert [row[0] for row in count_notes(connection, table, "user:bob")] == ["notes-bob"]
+    assert count_notes(connection, table, security.sign(conn, ["public", "user:alice"])) == [("notes-alice", 16)]
+    assert [row[0] for row in count_notes(connection, table, security.sign(conn, ["user:bob"]))] == ["notes-bob"]
     # Even with no WHERE on acl, the public sees no private rows.
     with connection.transaction():
-        connection.execute("SELECT set_config('lectio.principals', 'public', true)")
+        connection.execute("SELECT set_config('lectio.principals', %s, true)", (security.sign(conn, ["public"]),))
         rows = connection.execute(sql.SQL("SELECT DISTINCT unnest(acl) FROM {}").format(table)).fetchall()
     assert {r[0] for r in rows} == {"public"}
 
@@ -64,3 +67,43 @@ def test_the_application_role_cannot_switch_security_off(reader):
             connection.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         connection.execute("SELECT count(*) FROM embedding_cache").fetchone()
+
+
+def test_a_reader_session_cannot_name_its_own_principals(reader, conn):
+    """A raw reader session that sets the principals itself (the plain list the policy once
+    trusted, or a signed token it altered) gets an error, never Bob's notes."""
+    connection, table = reader
+    for forged in ("user:bob", "public,user:bob", "4102444800|[\"user:bob\"]|" + "0" * 64):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            count_notes(connection, table, forged)
+    token = security.sign(conn, ["public"])
+    expiry, principals, mac = token.split("|")
+    assert principals == '["public"]'
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="bad signature"):
+        count_notes(connection, table, f'{expiry}|["public","user:bob"]|{mac}')
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="bad signature"):
+        count_notes(connection, table, f"{int(expiry) + 3600}|{principals}|{mac}")
+    # The reader can neither sign a token nor read the key that signs them.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connection.execute("SELECT lectio_sign_principals(ARRAY['user:bob'])")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connection.execute("SELECT * FROM lectio_secret")
+
+
+def test_an_expired_token_is_refused(reader, conn):
+    connection, table = reader
+    token = security.sign(conn, ["user:bob"], seconds=1)
+    time.sleep(2.1)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="expired"):
+        count_notes(connection, table, token)
+
+
+@pytest.mark.parametrize("principal", ["nobody,user:bob", "user:bob ", "", "user:bob|x"])
+def test_a_principal_is_one_value_or_refused(conn, principal):
+    """A comma once made one principal two (the policy split the list on commas)."""
+    with pytest.raises(PrincipalError):
+        search(conn, "Psalm 23:1", principals=(principal,))
+    with pytest.raises(PrincipalError):
+        security.sign(conn, [principal])
+    with pytest.raises(psycopg.errors.RaiseException, match="is not a principal"):
+        conn.execute("SELECT lectio_sign_principals(%s::text[])", ([principal],))

@@ -10,7 +10,7 @@ import pytest
 import pandas as pd
 
 from lectio.index import citations as prominence
-from lectio.index import store
+from lectio.index import security, store
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -126,10 +126,10 @@ def test_the_graph_links_what_the_corpus_cites(conn, small_index):
     version, _ = small_index
     table = store.get_version(conn, version).table_name
     with conn.transaction():
-        store.act_as_reader(conn, ("public", "user:alice"))
+        security.act_as_reader(conn, ("public", "user:alice"))
         as_alice = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
     with conn.transaction():
-        store.act_as_reader(conn, ("public",))
+        security.act_as_reader(conn, ("public",))
         as_public = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
     assert as_alice["rom_5_8"] == (1, 1)
     assert "rom_5_8" not in as_public  # a private note's link is as private as the note
@@ -151,9 +151,10 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
     import psycopg
 
     table = store.get_version(conn, small_index[0]).table_name
-    with psycopg.connect(database.reader_url(store.READER_ROLE), autocommit=True) as reader:
+    with psycopg.connect(database.reader_url(security.READER_ROLE), autocommit=True) as reader:
         with reader.transaction():
-            reader.execute("SELECT set_config('lectio.principals', 'public,user:alice', true)")
+            reader.execute("SELECT set_config('lectio.principals', %s, true)",
+                           (security.sign(conn, ["public", "user:alice"]),))
             assert reader.execute(f"SELECT count(*) FROM {store.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
     # Its owner still finds the note by that word.
     mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),

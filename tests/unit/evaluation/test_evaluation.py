@@ -1,4 +1,5 @@
-"""The metrics of DESIGN §4, on hand-computed cases."""
+"""The retrieval metrics (recall@k, precision@5, MRR, nDCG@10, negative recall, qualifier presence,
+budget recall), on hand-computed cases."""
 
 import math
 from dataclasses import dataclass

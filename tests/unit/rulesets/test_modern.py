@@ -1,4 +1,4 @@
-"""Modern scholarship: split at passage boundaries, then at register shifts (seed 000), on a
+"""Modern scholarship: split at passage boundaries, then at register shifts, on a
 fixture commentary read by the real reader."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Study notes: seed 000's size rules on a fixture of one user's notes, and bad lines."""
+"""Study notes: the size rules on a fixture of one user's notes, and bad lines."""
 
 from __future__ import annotations
 

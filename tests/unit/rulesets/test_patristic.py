@@ -1,5 +1,5 @@
 """Patristic works: books and chapters → small chunks carrying their scripture refs, topics and
-disputed positions (seed 000), on two fixture works read by the real reader."""
+disputed positions, on two fixture works read by the real reader."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_every_chunk_carries_its_tags_acl_and_ruleset(chunks):
 
 
 def test_no_chunk_exceeds_the_model_limit(chunks):
-    # Seed 000's 300-token cap is looser than the model's window: the window is the cap.
+    # The common 300-token cap for patristic chunks is looser than the model's window: the window is the cap.
     assert patristic.RULES["max_tokens"] == MAX_TEXT_TOKENS < patristic.SEED_CAP_TOKENS
     assert count_tokens([c.text for c in chunks]) == [c.tokens for c in chunks]
     assert max(c.tokens for c in chunks) <= MAX_TEXT_TOKENS
