@@ -2,13 +2,16 @@
 
 
 import base64
+from contextlib import nullcontext
 
 import pandas as pd
 from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, PartitionsDefinition, asset
 
 from lectio.quality.distribution import histogram_png, size_distribution
+from lectio.index import store
 from lectio.index.build import build_index
 from lectio.sources import load_sources
+from pipelines.jobs import WRITER_TAG
 from resources import LectioResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
@@ -22,6 +25,9 @@ class IndexConfig(Config):
     failed_sources: list[str] = []
     # False builds a candidate version beside the live one (for comparison or a gated switch).
     switch_live: bool = True
+    # Source → fingerprint of the chunks its ingest made in this run (`lectio run` passes them):
+    # a source whose stored chunks differ was overwritten by another run and is not indexed.
+    expected_chunks: dict[str, str] = {}
 
 
 def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.DataFrame]:
@@ -65,9 +71,10 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         if not ready:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
-        with lectio.connect() as conn:
+        launched_by_writer = context.run.tags.get(WRITER_TAG) == "held"
+        with lectio.connect() as conn, (nullcontext() if launched_by_writer else store.writer_lock(conn, "this index build")):
             outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live,
-                                  sources=load_sources(lectio.sources_path))
+                                  sources=load_sources(lectio.sources_path), expected=config.expected_chunks)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected))
         context.add_output_metadata(

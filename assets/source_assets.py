@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext, PartitionsDefinition, asset
 from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
+from lectio.index import store
 from lectio.sources import load_source
 from resources import LectioResource
 
@@ -42,6 +43,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
                 "chunks": len(frame),
                 **{f"chunks_{name}": int(n) for name, n in counts.items()},
                 "rulesets": ", ".join(sorted(frame["ruleset"].unique())),
+                # What this run made: the index built in the same run checks it still finds this.
+                "fingerprint": store.source_fingerprints(frame).get(context.partition_key, ""),
             }
         )
         return frame

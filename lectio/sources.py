@@ -174,3 +174,8 @@ def load_sources(sources_file: Path) -> dict[str, Source | SourceError]:
         except SourceError as exc:
             loaded[entry["id"]] = exc
     return loaded
+
+
+def granted(sources: dict[str, Source | SourceError]) -> dict[str, tuple[str, ...]]:
+    """Source id → the ACL the sources file grants it, for the entries that are valid."""
+    return {sid: s.acl for sid, s in sources.items() if isinstance(s, Source)}

@@ -11,16 +11,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lectio.index import store
+from lectio.index import revocation, store
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings
+from lectio.sources import SourceError, check_principals, granted, load_sources
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sources", None):
         os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except (SourceError, ValueError, store.WriterBusy) as exc:
+        # Bad input or a refused change: one line naming what was wrong, no traceback.
+        print(f"lectio {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     def command(name, handler, help):
         sub = commands.add_parser(name, help=help)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=handler, command=name)
         return sub
 
     run = command("run", _run, "materialise every asset: the main job")
@@ -87,13 +93,18 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--k", type=int, default=20)
     migrate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
 
+    token = command("token", _token, "print a signed principals token for reading as lectio_reader over "
+                    "a connection of your own (SET lectio.principals = '<token>' in each transaction)")
+    token.add_argument("--principal", action="append", required=True, help="principal (repeatable)")
+    token.add_argument("--seconds", type=int, default=300, help="lifetime of the token (default 300)")
+
     command("down", _down, "stop the embedded database of LECTIO_HOME")
 
     dagster = commands.add_parser(
         "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
     )
     dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
-    dagster.set_defaults(handler=_dagster)
+    dagster.set_defaults(handler=_dagster, command="dagster")
     return parser
 
 
@@ -109,6 +120,9 @@ def _run(args) -> int:
         logging.getLogger("lectio").setLevel(logging.INFO)
     try:
         report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+    except store.WriterBusy as exc:
+        print(f"lectio run: {exc}", file=sys.stderr)
+        return 2
     except Interrupted as exc:
         print(f"lectio run: interrupted, {exc}", file=sys.stderr)
         return 130
@@ -162,13 +176,16 @@ def _search(args) -> int:
     if args.k < 1:
         print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
         return 2
+    principals = check_principals(args.principal or DEFAULT_PRINCIPALS)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
+        if args.index:
+            _refuse_if_exposing(conn, args.index, settings)
         response = search(
             conn,
             args.query,
             k=args.k,
-            principals=tuple(args.principal or DEFAULT_PRINCIPALS),
+            principals=principals,
             version=args.index,
             config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
                                 xref_weight=args.xrefs,
@@ -206,22 +223,22 @@ def _index(args) -> int:
             if not args.version:
                 print("lectio index switch needs a VERSION", file=sys.stderr)
                 return 2
-            store.switch_live(conn, args.version)
+            with store.writer_lock(conn, "this switch"):
+                _refuse_if_exposing(conn, args.version, settings)
+                store.switch_live(conn, args.version)
         elif args.action == "rollback":
-            previous = conn.execute("SELECT previous FROM live_index").fetchone()
-            if not previous or not previous[0]:
+            previous = store.previous_version(conn)
+            if not previous:
                 print("no previous version to roll back to", file=sys.stderr)
                 return 1
-            store.switch_live(conn, previous[0])
+            with store.writer_lock(conn, "this rollback"):
+                _refuse_if_exposing(conn, previous, settings)
+                store.switch_live(conn, previous)
         elif args.action == "prune":
             from lectio.evaluation.gate import retain
 
-            try:
-                with store.migration_lock(conn):  # never drop a candidate a migration is about to gate
-                    dropped = retain(conn, args.keep)
-            except (ValueError, store.MigrationRunning) as exc:
-                print(f"lectio index prune: {exc}", file=sys.stderr)
-                return 2
+            with store.writer_lock(conn, "this prune"):  # never drop a candidate a migration is about to gate
+                dropped = retain(conn, args.keep)
             if not args.json:
                 print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
         versions = store.list_versions(conn)
@@ -242,6 +259,31 @@ def _index(args) -> int:
     return 0
 
 
+def _refuse_if_exposing(conn, version: str, settings) -> None:
+    """A version that shows chunks more widely than the sources file now allows is revoked here,
+    and refused with the sources that make it so."""
+    if store.get_version(conn, version) is None:
+        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
+    exposed = revocation.exposures(conn, version, granted(load_sources(settings.sources_file)))
+    if exposed:
+        revocation.revoke_exposing(conn, granted(load_sources(settings.sources_file)))
+        raise ValueError(f"index version {version} is revoked and is never served: {revocation.describe_exposure(exposed)}")
+    info = store.get_version(conn, version)
+    if info.status == "revoked":
+        raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
+
+
+def _token(args) -> int:
+    from lectio.index import security
+
+    settings = load_settings()
+    with ensure_database(settings).connect() as conn:
+        store.ensure_schema(conn)
+        token = security.sign(conn, args.principal, args.seconds)
+    _print(args, {"token": token, "principals": args.principal, "seconds": args.seconds}, token)
+    return 0
+
+
 def _metrics_line(metrics: dict) -> str:
     """A version's stored scores and gate verdict, indented under its line."""
     parts = []
@@ -257,7 +299,7 @@ def _metrics_line(metrics: dict) -> str:
 
 def _migrate(args) -> int:
     from lectio.evaluation.gate import DEFAULT_TOLERANCES, GateResult, describe
-    from lectio.index.store import MigrationRunning
+    from lectio.index.store import WriterBusy
     from pipelines.runners import Interrupted, run_migration
 
     tolerances = dict(DEFAULT_TOLERANCES)
@@ -282,7 +324,7 @@ def _migrate(args) -> int:
     try:
         report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
                                k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
-    except (ValueError, OSError, MigrationRunning) as exc:  # before anything is built
+    except (ValueError, OSError, WriterBusy) as exc:  # before anything is built
         print(f"lectio migrate: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:

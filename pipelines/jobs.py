@@ -9,3 +9,6 @@ GATE_JOB = "gate_candidate"
 BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
 BATCH_SIZE_TAG = "lectio/batch_size"
 STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those to one at a time)
+# On runs started by a process that already holds the database's writer lock (`lectio run`,
+# `lectio migrate`); any other index build takes the lock itself.
+WRITER_TAG = "lectio/writer"

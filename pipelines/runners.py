@@ -21,7 +21,7 @@ from lectio.index.database import ensure_database
 from lectio.settings import Settings
 from lectio.sources import source_ids
 from pipelines.definitions import build_definitions
-from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB
+from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, WRITER_TAG
 from pipelines.home import prepare_dagster_env
 
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its
@@ -65,10 +65,16 @@ class MainRunReport:
         }
 
 
-def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True) -> MainRunReport:
-    """Raises Interrupted on SIGINT or SIGTERM."""
+def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True,
+             locked: bool = False) -> MainRunReport:
+    """Every source through ingest, then the index, as the one writer of the database (`locked`:
+    the caller already holds the writer lock). Raises Interrupted on SIGINT or SIGTERM, and
+    store.WriterBusy when another writer holds the database."""
     with _stop_on_signals():
-        return _run_main(settings, echo, switch_live)
+        if locked:
+            return _run_main(settings, echo, switch_live)
+        with ensure_database(settings).connect() as conn, store.writer_lock(conn, "this run"):
+            return _run_main(settings, echo, switch_live)
 
 
 def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool) -> MainRunReport:
@@ -101,9 +107,12 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
         echo(_describe(outcome))
 
     failed = [o.source_id for o in outcomes if not o.ok]
+    expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
+    index_config = {"failed_sources": failed, "switch_live": switch_live, "expected_chunks": expected}
     result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-        run_config={**_QUIET, "ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": switch_live}}}},
+        run_config={**_QUIET, "ops": {"search_index": {"config": index_config}}},
+        tags={WRITER_TAG: "held"},
         instance=instance,
         raise_on_error=False,
     )
@@ -237,18 +246,18 @@ def run_migration(settings: Settings, query_sets: list[str] | None = None, toler
                   echo: Callable[[str], None] = print) -> MigrationReport:
     """Build the candidate beside the live index (the main job, without switching), then run
     the gate job on it. The live index answers throughout; only the gate's switch changes it.
-    Raises store.MigrationRunning while another migration holds the database."""
+    Raises store.WriterBusy while another writer holds the database."""
     paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
     migration.load_query_sets(paths)  # a bad query file fails now, not after the build
     tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
-    with ensure_database(settings).connect() as conn, store.migration_lock(conn):
+    with ensure_database(settings).connect() as conn, store.writer_lock(conn, "this migration"):
         return _migrate(settings, paths, tolerances, keep, k, mode, echo)
 
 
 def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float], keep: int, k: int, mode: str,
              echo: Callable[[str], None]) -> MigrationReport:
     started = time.monotonic()
-    build = run_main(settings, echo=echo, switch_live=False)
+    build = run_main(settings, echo=echo, switch_live=False, locked=True)
     index = build.index
     candidate = index.get("version") if index.get("ok") else None
 

@@ -280,8 +280,11 @@ def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
     if keep < 0:
         raise ValueError("keep must be 0 or more")
     store.mark_abandoned_builds(conn)
-    protected = {store.live_version(conn), store.previous_version(conn)} - {None}
-    others = [v for v in store.list_versions(conn) if v.version not in protected and v.status != "building"]
+    versions = store.list_versions(conn)
+    revoked = {v.version for v in versions if v.status == "revoked"}
+    # A revoked rollback target is no target: it may never be served again, so it can go.
+    protected = {store.live_version(conn), store.previous_version(conn)} - {None} - (revoked - {store.live_version(conn)})
+    others = [v for v in versions if v.version not in protected and v.status != "building"]
     ready = [v.version for v in others if v.status == "ready"]
     kept = set(ready[len(ready) - keep:]) if keep else set()
     dropped = []

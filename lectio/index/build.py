@@ -9,8 +9,8 @@ import pandas as pd
 import psycopg
 
 from lectio.quality import checks as quality
-from lectio.index import store
-from lectio.sources import Source, SourceError
+from lectio.index import revocation, store
+from lectio.sources import Source, SourceError, granted
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ def build_index(
     failed_sources: list[str],
     switch_live: bool = True,
     sources: Mapping[str, Source | SourceError] | None = None,
+    expected: Mapping[str, str] | None = None,
 ) -> IndexOutcome:
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
@@ -43,12 +44,17 @@ def build_index(
     the rule above keeps the live index as it is, so one bad source neither stops the others
     from being indexed as a candidate nor reaches users.
     """
+    replaced = _replaced_sources(chunks, expected or {})
+    if replaced:
+        chunks = chunks[~chunks["source_id"].isin(replaced)]
+        failed_sources = sorted(set(failed_sources) | set(replaced))
     rejected = quality.gate(chunks, sources) if not chunks.empty else {}
     if rejected:
         chunks = chunks[~chunks["source_id"].isin(rejected)]
         failed_sources = sorted(set(failed_sources) | set(rejected))
     if chunks.empty:
         blocked = f"; blocked by quality checks: {quality.describe(rejected)}" if rejected else ""
+        blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(replaced.items()))
         raise ValueError(f"no chunks to index: every source failed or none is configured{blocked}")
     fp = store.fingerprint(chunks, model_id)
     existing = store.find_ready_version(conn, fp)
@@ -65,6 +71,31 @@ def build_index(
         live, reason = True, f"switched live (previous: {current or 'none'})"
     if rejected:
         reason += f"; failed quality checks: {quality.describe(rejected)}"
+    if sources is not None:
+        # A version that shows a chunk more widely than the sources file now allows (an ACL
+        # fixed since it was built) is never served again, whatever points at it.
+        revoked = revocation.revoke_exposing(conn, granted(sources))
+        if revoked:
+            reason += "; revoked " + "; ".join(f"{v} ({why})" for v, why in revoked.items())
+            live = live and version not in revoked
     rows = store.get_version(conn, version).rows
+    if replaced:
+        reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
-    return IndexOutcome(version, rows, existing is not None, live, reason, details)
+    return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **replaced})
+
+
+def _replaced_sources(chunks: pd.DataFrame, expected: Mapping[str, str]) -> dict[str, str]:
+    """Sources whose chunks are not those their ingest made in this run (another run stored its
+    own over them meanwhile, or they are gone), with why. Only sources in `expected` are checked:
+    a build handed no expectations (the UI, a test) trusts what it is given."""
+    found = store.source_fingerprints(chunks)
+    counts = chunks.groupby("source_id").size().to_dict()
+    replaced = {}
+    for sid, fp in expected.items():
+        if sid not in found:
+            replaced[sid] = "its chunks from this run are no longer stored"
+        elif found[sid] != fp:
+            replaced[sid] = (f"the stored chunks ({counts.get(sid, 0)}) are not those this run made; "
+                             "another run replaced them, so this source is not indexed from them")
+    return replaced

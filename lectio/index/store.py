@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS index_versions (
 );
 -- Columns added after the first release: homes created before them get them here.
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS avg_doc_lexemes double precision;
+-- Per source, every principal its chunks are visible to: what a version exposes, so a version
+-- can be compared with the sources file as it stands without reading its table.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS source_acls jsonb;
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS revoked_reason text;
 CREATE TABLE IF NOT EXISTS live_index (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version text NOT NULL REFERENCES index_versions (version),
@@ -145,6 +149,13 @@ class IndexVersion:
     status: str
     metrics: dict[str, Any]
     live: bool
+    revoked_reason: str | None = None
+
+
+def source_fingerprints(chunks: pd.DataFrame) -> dict[str, str]:
+    """Per source, the identity of its chunks (ids, texts, ACLs): what one run made, so the index
+    can tell that the chunks it is about to load are still those."""
+    return {str(sid): fingerprint(frame, "") for sid, frame in chunks.groupby("source_id", sort=True)}
 
 
 def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
@@ -159,10 +170,10 @@ def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
 def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
     live = live_version(conn)
     rows = conn.execute(
-        "SELECT version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics "
+        "SELECT version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, revoked_reason "
         "FROM index_versions ORDER BY created_at, version"
     ).fetchall()
-    return [IndexVersion(*row, live=(row[0] == live)) for row in rows]
+    return [IndexVersion(*row[:-1], live=(row[0] == live), revoked_reason=row[-1]) for row in rows]
 
 
 def get_version(conn: psycopg.Connection, version: str) -> IndexVersion | None:
@@ -188,6 +199,8 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
         status = conn.execute("SELECT status FROM index_versions WHERE version = %s", (version,)).fetchone()
         if status is None:
             raise ValueError(f"no index version {version!r}")
+        if status[0] == "revoked":
+            raise ValueError(f"index version {version!r} is revoked and is never served: {revoked_reason(conn, version)}")
         if status[0] != "ready":
             raise ValueError(f"index version {version!r} is {status[0]}, not ready")
         conn.execute(
@@ -200,26 +213,38 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
 
 # First key of the advisory lock a build holds on its version number (the second key).
 _BUILD_LOCK = 4243
-# Key of the advisory lock a migration holds from its build to its switch.
-_MIGRATION_LOCK = 4244
+# Key of the advisory lock one writer (a run, a migration, a switch, a prune) holds throughout.
+_WRITER_LOCK = 4244
 
 
-class MigrationRunning(RuntimeError):
+class WriterBusy(RuntimeError):
     pass
 
 
+# Kept under its old name: a migration is one kind of writer.
+MigrationRunning = WriterBusy
+
+
 @contextmanager
-def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
-    """One migration at a time, held on a connection of its own for the migration's whole life.
-    Two at once would each be gated against the same live index, and the later switch would
-    replace the earlier without ever being compared with it. A killed migration's lock ends with
-    its session."""
-    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,)).fetchone()[0]:
-        raise MigrationRunning("another migration is running on this database; try again when it has finished")
+def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator[None]:
+    """One writer per database at a time, held on a connection of its own for the writer's whole
+    life: two runs at once would overwrite each other's stored outputs, and two migrations would
+    each be gated against the same live index. A second writer is refused at once (it names what
+    it was); a killed writer's lock ends with its session."""
+    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_WRITER_LOCK,)).fetchone()[0]:
+        raise WriterBusy(f"another lectio run, migration or index change is writing to this database; "
+                         f"{what} was not started: try again when it has finished")
     try:
         yield
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_WRITER_LOCK,))
+        except psycopg.Error:
+            pass  # a broken connection: the session, and with it the lock, is gone anyway
+
+
+def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
+    return writer_lock(conn, "this migration")
 
 
 def previous_version(conn: psycopg.Connection) -> str | None:
@@ -267,21 +292,29 @@ def drop_version(conn: psycopg.Connection, version: str) -> None:
     transaction so neither can become one of them meanwhile."""
     with conn.transaction():
         pointer = conn.execute("SELECT version, previous FROM live_index FOR UPDATE").fetchone()
-        if pointer and version in pointer:
-            role = "live" if version == pointer[0] else "the rollback target"
-            raise ValueError(f"index version {version!r} is {role}; it cannot be dropped")
         row = conn.execute(
             "SELECT table_name, status FROM index_versions WHERE version = %s FOR UPDATE", (version,)
         ).fetchone()
         if row is None:
             raise ValueError(f"no index version {version!r}")
         table, status = row
+        if pointer and version == pointer[0]:
+            raise ValueError(f"index version {version!r} is live; it cannot be dropped")
+        if pointer and version == pointer[1]:
+            if status != "revoked":
+                raise ValueError(f"index version {version!r} is the rollback target; it cannot be dropped")
+            conn.execute("UPDATE live_index SET previous = NULL")  # nothing to roll back to now
         if status == "building":
             raise ValueError(f"index version {version!r} is still being built")
         for companion in _companions(table):
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(companion)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
         conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
+
+
+def revoked_reason(conn: psycopg.Connection, version: str) -> str:
+    row = conn.execute("SELECT revoked_reason FROM index_versions WHERE version = %s", (version,)).fetchone()
+    return (row[0] if row else None) or "revoked"
 
 
 def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
@@ -313,9 +346,9 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
     rulesets = ",".join(sorted(chunks["ruleset"].unique()))
     sources = sorted(chunks["source_id"].unique())
     conn.execute(
-        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, status) "
-        "VALUES (%s, %s, %s, %s, %s, %s, 'building')",
-        (version, table, rulesets, model_id, fp, json.dumps(sources)),
+        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, source_acls, status) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, 'building')",
+        (version, table, rulesets, model_id, fp, json.dumps(sources), Jsonb(_source_acls(chunks))),
     )
     try:
         with conn.transaction():
@@ -402,15 +435,19 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     return inserted
 
 
+def _source_acls(chunks: pd.DataFrame) -> dict[str, list[str]]:
+    return {str(sid): sorted({p for acl in frame["acl"] for p in acl}) for sid, frame in chunks.groupby("source_id")}
+
+
 def _protect(conn: psycopg.Connection, table: str) -> None:
     """Row-level security on a version's chunks and its cross-reference edges (lectio.index.security).
     The BM25 word statistics and the citation counts come from public chunks only and are readable."""
-    protected = [table] + ([xrefs.table_name(table)] if _exists(conn, xrefs.table_name(table)) else [])
-    readable = [t for t in (lexicon_table(table), prominence.table_name(table)) if _exists(conn, t)]
+    protected = [table] + ([xrefs.table_name(table)] if table_exists(conn, xrefs.table_name(table)) else [])
+    readable = [t for t in (lexicon_table(table), prominence.table_name(table)) if table_exists(conn, t)]
     security.protect(conn, protected, readable)
 
 
-def _exists(conn: psycopg.Connection, table: str) -> bool:
+def table_exists(conn: psycopg.Connection, table: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
 

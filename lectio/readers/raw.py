@@ -43,4 +43,20 @@ def read_text_file(source: Source) -> str:
         raise SourceError(source.id, f"file {path} is not valid UTF-8 (byte {exc.start})") from None
     if not text.strip():
         raise SourceError(source.id, f"file {path} is empty")
+    problem = unstorable(text)
+    if problem:
+        raise SourceError(source.id, f"file {path} {problem}")
     return text
+
+
+def unstorable(text: str) -> str | None:
+    """Where `text` holds what PostgreSQL text cannot store or the tokenizer cannot read (a NUL,
+    a lone UTF-16 surrogate, as a JSON escape can make), as "line N: …"; None when it holds none.
+    Caught when the source is read, so that one source fails alone, not the whole index build."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if "\x00" in line:
+            return f"line {number}: holds a NUL byte (\\x00), which cannot be stored"
+        for column, char in enumerate(line, start=1):
+            if "\ud800" <= char <= "\udfff":
+                return f"line {number}: holds a lone surrogate (U+{ord(char):04X}) at column {column}, which is not text"
+    return None

@@ -84,6 +84,9 @@ def search(
     if version is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
     info = store.get_version(conn, version)
+    if info is not None and info.status == "revoked":
+        return SearchResponse(query, "none", version,
+                              message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
     table = info.table_name

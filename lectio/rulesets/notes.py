@@ -18,11 +18,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from lectio.rulesets.chunk import Chunk, ruleset_version
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.readers.raw import RawText, hash_parts, read_text_file
+from lectio.readers.raw import RawText, hash_parts, read_text_file, unstorable
 from lectio.bible.verses import verse_ids
 from lectio.bible.refs import Ref, RefRange, UnknownReference, find_references, parse_reference
 from lectio.sources import Source, SourceError
@@ -116,8 +116,25 @@ def _note(source: Source, number: int, line: str) -> Note:
             ranges = _ranges(ref)
         except (UnknownReference, ValueError) as exc:
             raise bad(f"note {note_id!r}: 'ref' {ref!r} names no verse: {exc}") from None
+    problem = unstorable(" ".join(_strings(record)))
+    if problem:
+        # A JSON escape (\u0000, \ud800) the file's own bytes did not show.
+        raise bad(f"note {note_id!r} " + problem.split(": ", 1)[1])
     extra = {k: v for k, v in record.items() if k not in ("id", "text", "ref")}
     return Note(number, note_id, _tidy(text), ref, ranges, extra)
+
+
+def _strings(value) -> Iterator[str]:
+    """Every string in a decoded JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _ranges(ref: str) -> tuple[RefRange, ...]:

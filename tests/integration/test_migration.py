@@ -494,7 +494,7 @@ def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
             capsys.readouterr()
             code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES)])
             assert code == 2
-            assert "another migration is running" in capsys.readouterr().err
+            assert "another lectio run, migration or index change is writing" in capsys.readouterr().err
         assert len(store.list_versions(conn)) == versions_before
 
 
@@ -503,7 +503,7 @@ def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, ca
         with store.migration_lock(migrating):
             capsys.readouterr()
             assert cli(["index", "prune", "--keep", "0"]) == 2
-            assert "another migration is running" in capsys.readouterr().err
+            assert "another lectio run, migration or index change is writing" in capsys.readouterr().err
         before = {v.version for v in store.list_versions(conn)}
         live, previous = store.live_version(conn), store.previous_version(conn)
         capsys.readouterr()

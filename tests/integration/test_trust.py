@@ -1,0 +1,209 @@
+"""What an operator and an attacker tried: concurrent writers, stored outputs replaced under a
+run, a NUL byte in one source, and an ACL fixed after a version was built. Each test here failed
+before its fix. The home is its own, with small private and public sources (no scripture)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance
+
+from lectio.index import revocation, store
+from lectio.sources import load_source
+from pipelines.cli import main as cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def sources_yaml(alice_acl: str = '"user:alice"', notes_file: str = "alice.jsonl", extra: str = "") -> str:
+    return (
+        "sources:\n"
+        f"  - {{id: staff-guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'},\n"
+        "     title: Study Group Leader Guide, acl: [public]}\n"
+        f"  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: {notes_file},\n"
+        f"     title: Alice's study notes, acl: [{alice_acl}]}}\n" + extra
+    )
+
+
+@dataclass
+class Home:
+    settings: object
+    database: object
+    folder: Path
+
+    def sources(self, name: str, **options) -> Path:
+        path = self.folder / f"{name}.yaml"
+        path.write_text(sources_yaml(**options))
+        return path
+
+    def use(self, sources: Path):
+        return dataclasses.replace(self.settings, sources_file=sources)
+
+    def connect(self):
+        conn = self.database.connect()
+        store.ensure_schema(conn)
+        return conn
+
+
+@pytest.fixture(scope="module")
+def home():
+    from lectio.index.database import ensure_database, stop_embedded
+    from lectio.settings import load_settings
+
+    path = Path(tempfile.mkdtemp(prefix="lectio-trust-home-"))
+    path.chmod(0o755)  # the embedded server runs as its own user and must reach it
+    folder = path / "sources"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "notes" / "alice.jsonl", folder)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):
+            patch.delenv(key, raising=False)
+        patch.setenv("LECTIO_HOME", str(path))
+        (folder / "base.yaml").write_text(sources_yaml())
+        patch.setenv("LECTIO_SOURCES", str(folder / "base.yaml"))
+        settings = load_settings()
+        try:
+            yield Home(settings, ensure_database(settings), folder)
+        finally:
+            stop_embedded(settings)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def run(home: Home, sources: Path, **kwargs):
+    from pipelines.runners import run_main
+
+    return run_main(home.use(sources), echo=lambda _: None, **kwargs)
+
+
+# ---------------------------------------------------------------- one writer at a time
+
+
+def test_a_second_writer_is_refused_while_one_holds_the_database(home, capsys):
+    with home.connect() as conn, home.connect() as writing:
+        before = len(store.list_versions(conn))
+        with store.writer_lock(writing, "a test's run"):
+            for argv in (["run", "--candidate"], ["index", "prune", "--keep", "0"], ["index", "switch", "v1"]):
+                capsys.readouterr()
+                assert cli(argv) == 2, argv
+                err = capsys.readouterr().err
+                assert "another lectio run, migration or index change is writing" in err, (argv, err)
+                assert len(err.strip().splitlines()) == 1  # one line, no traceback
+        assert len(store.list_versions(conn)) == before
+
+
+def test_chunks_replaced_under_a_run_are_not_indexed(home):
+    """The race of two runs on one home: this run ingests the full notes, another stores a
+    subset for the same source before this run's index is built. The index must not go live
+    with the other run's chunks while reporting this run's."""
+    from pipelines.definitions import build_definitions
+    from pipelines.home import prepare_dagster_env
+    from pipelines.jobs import INDEX_JOB, INGEST_JOB
+
+    subset = home.folder / "subset.jsonl"
+    subset.write_text("\n".join((FIXTURES / "notes" / "alice.jsonl").read_text().splitlines()[:3]) + "\n")
+    full, partial = home.sources("full"), home.sources("partial", notes_file="subset.jsonl")
+    assert run(home, full).index["live"]  # a live index, which a failed source must not replace
+    prepare_dagster_env(home.use(full), home.database)
+    instance = DagsterInstance.get()
+
+    def ingest(sources):
+        result = build_definitions(sources).resolve_job_def(INGEST_JOB).execute_in_process(
+            instance=instance, partition_key="notes-alice", raise_on_error=False)
+        assert result.success
+        return result.asset_materializations_for_node("chunks")[0].metadata
+
+    mine = ingest(full)
+    build_definitions(full).resolve_job_def(INGEST_JOB).execute_in_process(
+        instance=instance, partition_key="staff-guide")
+    theirs = ingest(partial)  # the other run, between this run's ingest and its index
+    assert theirs["chunks"].value < mine["chunks"].value
+    with home.connect() as conn:
+        live_before = store.live_version(conn)
+    config = {"failed_sources": [], "switch_live": True,
+              "expected_chunks": {"notes-alice": mine["fingerprint"].value}}
+    result = build_definitions(full).resolve_job_def(INDEX_JOB).execute_in_process(
+        run_config={"ops": {"search_index": {"config": config}}}, instance=instance, raise_on_error=False)
+    assert result.success
+    metadata = result.asset_materializations_for_node("search_index")[0].metadata
+    assert "notes-alice" in metadata["failed_sources"].value
+    assert "another run replaced them" in metadata["decision"].value
+    with home.connect() as conn:
+        built = store.get_version(conn, metadata["version"].value)
+        assert "notes-alice" not in built.sources
+        assert store.live_version(conn) == live_before  # nothing went live on the other run's chunks
+
+
+# ---------------------------------------------------------------- bad bytes fail one source
+
+
+def test_a_nul_byte_fails_its_own_source_at_read_time_with_its_line(home):
+    (home.folder / "nul.md").write_text("# Notices\n\nThe hall is open.\nClosed on \x00 Sundays.\n")
+    (home.folder / "surrogate.jsonl").write_text('{"id": "s1", "text": "a lone \\ud800 half"}\n')
+    extra = (f"  - {{id: nul-doc, kind: document, format: markdown, path: nul.md, acl: [public]}}\n"
+             f"  - {{id: bad-notes, kind: notes, format: notes-jsonl, path: surrogate.jsonl, acl: ['user:bob']}}\n")
+    report = run(home, home.sources("bad-bytes", extra=extra), switch_live=False)
+    failed = {o.source_id: o.error for o in report.failed}
+    assert set(failed) == {"nul-doc", "bad-notes"}
+    assert "line 4" in failed["nul-doc"] and "NUL" in failed["nul-doc"]
+    assert "line 1" in failed["bad-notes"] and "surrogate" in failed["bad-notes"]
+    assert report.index["ok"], report.index  # the other sources still made a version
+
+
+# ---------------------------------------------------------------- a fixed ACL revokes
+
+
+def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
+    leaked = home.sources("leaked", alice_acl="public")
+    first = run(home, leaked)
+    assert first.index["live"], first.index
+    exposed = first.index["version"]
+    with home.connect() as conn:
+        assert revocation.exposures(conn, exposed, {"notes-alice": ("user:alice",)}) == {"notes-alice": ["public"]}
+
+    fixed = home.sources("fixed")
+    second = run(home, fixed)
+    assert second.index["live"] and second.index["version"] != exposed
+    with home.connect() as conn:
+        info = store.get_version(conn, exposed)
+        assert info.status == "revoked" and "notes-alice" in info.revoked_reason
+        assert store.previous_version(conn) == exposed
+
+    # Not served by name, not switched to, not rolled back to; each says which source.
+    for argv in (["search", "Romans 8:28", "--index", exposed], ["index", "switch", exposed], ["index", "rollback"]):
+        capsys.readouterr()
+        assert cli(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "revoked" in err and "notes-alice" in err, (argv, err)
+    with home.connect() as conn:
+        assert store.live_version(conn) == second.index["version"]
+        from lectio.retrieval.search import search
+
+        refused = search(conn, "Romans 8:28", version=exposed)
+        assert refused.results == [] and "revoked" in refused.message
+
+    # Prune may drop it, rollback target or not.
+    capsys.readouterr()
+    assert cli(["index", "prune", "--keep", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert exposed in out["dropped"]
+    with home.connect() as conn:
+        assert store.get_version(conn, exposed) is None and store.previous_version(conn) is None
+
+
+def test_a_version_built_before_the_fix_is_refused_even_without_a_new_run(home, capsys, monkeypatch):
+    """Switching to a version is judged against the sources file as it stands now."""
+    built = run(home, home.sources("public-again", alice_acl="public"), switch_live=False)
+    candidate = built.index["version"]
+    monkeypatch.setenv("LECTIO_SOURCES", str(home.sources("fixed")))
+    capsys.readouterr()
+    assert cli(["index", "switch", candidate]) == 2
+    assert "notes-alice" in capsys.readouterr().err
+    with home.connect() as conn:
+        assert store.get_version(conn, candidate).status == "revoked"
+    assert load_source(home.folder / "fixed.yaml", "notes-alice").acl == ("user:alice",)
