@@ -71,6 +71,17 @@ class Settings:
         return self.home / "storage"
 
 
+def secure_home(settings: Settings) -> None:
+    """The home and the folders that hold text (Dagster's stored outputs: private notes among
+    them; Dagster's logs) closed to other local users. The home itself keeps its search bit for
+    others: the embedded server runs as a system user of its own and must reach its data."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.home.chmod(0o711)
+    for private in (settings.storage_dir, settings.dagster_home):
+        private.mkdir(parents=True, exist_ok=True)
+        private.chmod(0o700)
+
+
 def load_settings() -> Settings:
     home = Path(os.environ.get("LECTIO_HOME", ".lectio")).expanduser().resolve()
     # The corpus is large and identical for every home, so tests may share one download.

@@ -55,7 +55,8 @@ class SourceError(Exception):
     """A source that cannot be read; the message names the source and the problem."""
 
     def __init__(self, source_id: str, problem: str):
-        super().__init__(f"source {source_id!r}: {problem}")
+        # "*": the sources file as a whole, which the problem names itself.
+        super().__init__(problem if source_id == "*" else f"source {source_id!r}: {problem}")
         self.source_id = source_id
         self.problem = problem
 
@@ -91,7 +92,7 @@ def read_entries(sources_file: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         raise SourceError("*", f"sources file {sources_file} does not exist") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SourceError("*", f"sources file {sources_file} is not valid YAML: {exc}") from None
+        raise SourceError("*", f"sources file {sources_file} is not valid YAML: {_yaml_problem(exc)}") from None
     entries = data.get("sources") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise SourceError("*", f"sources file {sources_file} must hold a list under 'sources'")
@@ -102,6 +103,13 @@ def read_entries(sources_file: Path) -> list[dict[str, Any]]:
         entry["id"] = str(entry["id"])
         named.append(entry)
     return named
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """One line: what the YAML parser objected to, and where."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
 
 
 def source_ids(sources_file: Path) -> list[str]:

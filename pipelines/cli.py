@@ -19,11 +19,13 @@ from lectio.sources import SourceError, check_principals, granted, load_sources
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Files lectio writes (stored outputs, logs, alert logs) are its user's alone.
+    os.umask(0o077)
     if getattr(args, "sources", None):
         os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
     try:
         return args.handler(args)
-    except (SourceError, ValueError, store.WriterBusy) as exc:
+    except (SourceError, ValueError, OSError, store.WriterBusy) as exc:
         # Bad input or a refused change: one line naming what was wrong, no traceback.
         print(f"lectio {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -173,6 +175,9 @@ def _search(args) -> int:
     settings = load_settings()
     filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
                       tradition=args.tradition, tier=args.tier)
+    for name, value in vars(filters).items():
+        if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
+            raise ValueError(f"--{name} must be a word or phrase on one line, got {value!r}")
     if args.k < 1:
         print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
         return 2

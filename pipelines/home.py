@@ -6,12 +6,12 @@ import os
 import shutil
 
 from lectio.index.database import Database
-from lectio.settings import PROJECT_ROOT, Settings
+from lectio.settings import PROJECT_ROOT, Settings, secure_home
 
 
 def prepare_dagster_env(settings: Settings, db: Database) -> dict[str, str]:
     """Write DAGSTER_HOME and return the environment Dagster processes need (also set here)."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    secure_home(settings)
     shutil.copyfile(PROJECT_ROOT / "dagster.yaml", settings.dagster_home / "dagster.yaml")
     env = {
         "DAGSTER_HOME": str(settings.dagster_home),

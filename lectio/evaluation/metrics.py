@@ -113,7 +113,7 @@ def evaluate(
 def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid") -> dict:
     """Score one index version (default: the live one) with the same search users get."""
     from lectio.embedding.model import Embedder
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
 
     embedder, config = Embedder(), SearchConfig(mode=mode)
     labelled = [
@@ -130,10 +130,9 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     ]
 
     def retrieve(q: LabelledQuery):
-        filters = q.filters or {}
         response = search(
-            conn, q.query, k=k, principals=q.principals or DEFAULT_PRINCIPALS, kind=filters.get("kind"),
-            translation=filters.get("translation"), version=version, embedder=embedder, config=config,
+            conn, q.query, k=k, principals=q.principals or DEFAULT_PRINCIPALS, filters=Filters(**(q.filters or {})),
+            version=version, embedder=embedder, config=config,
         )
         return response.results
 

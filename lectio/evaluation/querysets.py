@@ -13,15 +13,19 @@ repeated ids are all errors naming the file and the line.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from lectio.bible.refs import Ref
+from lectio.retrieval.search import Filters
+from lectio.sources import check_principals
 
 REF_FIELDS = ("relevant", "expected_top_5", "expected_in_top_10", "should_not_appear")
 TEXT_FIELDS = ("must_include_text", "principals")
 FIELDS = ("id", "query", *REF_FIELDS, *TEXT_FIELDS, "filters")
+# Every filter search takes; a query set naming another would be scored unfiltered without a word.
+FILTERS = tuple(f.name for f in fields(Filters))
 
 
 @dataclass(frozen=True)
@@ -90,10 +94,20 @@ def _parse(line: str, default_id: str) -> Query:
     filters = record.get("filters", {})
     if not isinstance(filters, dict):
         raise ValueError('"filters" must be a JSON object')
+    unknown = sorted(set(filters) - set(FILTERS))
+    if unknown:
+        raise ValueError(f'"filters": unknown key(s) {", ".join(unknown)}; search filters by {", ".join(FILTERS)}')
+    for name, value in filters.items():
+        if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 for c in value):
+            raise ValueError(f'"filters": {name} must be a non-empty line of text, got {value!r}')
 
     values: dict[str, tuple[str, ...]] = {}
     for name in (*REF_FIELDS, *TEXT_FIELDS):
         values[name] = _strings(record, name)
+    try:
+        check_principals(values["principals"])
+    except ValueError as exc:
+        raise ValueError(f'"principals": {exc}') from None
     for name in REF_FIELDS:
         for ref_id in values[name]:
             try:

@@ -123,7 +123,12 @@ def _migrate_schema(conn: psycopg.Connection) -> None:
     conn.execute(security.SCHEMA)
     security.create_reader_role(conn)
     reader = sql.Identifier(security.READER_ROLE)
-    conn.execute(sql.SQL("GRANT SELECT ON index_versions, live_index TO {}").format(reader))
+    # The reader needs a version's table and its BM25 statistics, not which sources it holds or
+    # how they score: those columns stay the owner's.
+    conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, rows, avg_doc_lexemes) ON index_versions TO {}")
+                 .format(reader))
+    conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
     # Versions built under an older policy get the current one.
     for (table,) in conn.execute(
         "SELECT table_name FROM index_versions WHERE status = 'ready' AND to_regclass(table_name) IS NOT NULL"

@@ -22,6 +22,12 @@ class RawText:
     source: Source | None = None
 
 
+# Far beyond any document, note file or treatise in the corpus (the largest is under 1 MiB); a
+# file past it is more likely a mistake (a dump, a binary) than a text, and would take minutes
+# and gigabytes to chunk before anyone heard of it.
+MAX_FILE_BYTES = 16 * 2**20
+
+
 def hash_parts(parts) -> str:
     digest = hashlib.sha256()
     for part in parts:
@@ -37,6 +43,10 @@ def read_text_file(source: Source) -> str:
         raise SourceError(source.id, f"format {source.format!r} needs a 'path'")
     if not path.is_file():
         raise SourceError(source.id, f"file {path} does not exist")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise SourceError(source.id, f"file {path} is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB "
+                                     "a single document may be; split it into several sources")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 from lectio.bible.books import find_book
+from lectio.readers.raw import MAX_FILE_BYTES
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, split_into_windows
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
@@ -21,6 +22,9 @@ def _sentencizer():
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
+    # spaCy's default cap (a million characters) guards its parsers' memory; the sentencizer
+    # alone needs little, and one paragraph of a long file (a single-line document) may exceed it.
+    nlp.max_length = MAX_FILE_BYTES + 1
     return nlp
 
 

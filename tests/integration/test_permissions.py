@@ -107,3 +107,14 @@ def test_a_principal_is_one_value_or_refused(conn, principal):
         security.sign(conn, [principal])
     with pytest.raises(psycopg.errors.RaiseException, match="is not a principal"):
         conn.execute("SELECT lectio_sign_principals(%s::text[])", ([principal],))
+
+
+def test_the_reader_sees_no_source_list_and_other_users_no_stored_text(reader, settings):
+    connection, _ = reader
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connection.execute("SELECT sources FROM index_versions").fetchall()
+    assert connection.execute("SELECT count(*) FROM index_versions WHERE status = 'ready'").fetchone()[0] >= 1
+    # Dagster's stored outputs hold private notes' text: closed to other local users.
+    for private in (settings.storage_dir, settings.dagster_home):
+        assert private.stat().st_mode & 0o077 == 0, private
+    assert settings.home.stat().st_mode & 0o044 == 0

@@ -2,6 +2,7 @@
 real World English Bible, and the parts of the Nave's generator that can fail quietly."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,22 @@ def test_person_and_place_topics_are_recognised():
     assert not opening("A venomous serpent")
     assert not opening("A Greek philosophy, inculcating doctrines of severe morality")
     assert not opening("Head of a pillar")
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"query": "law", "filters": {"testament": "NT", "colour": "red"}}', "unknown key(s) colour"),
+    ('{"query": "law", "filters": {"genre": "law\\u0000"}}', "genre must be a non-empty line"),
+    ('{"query": "law", "principals": ["nobody,user:bob"]}', "is not a principal"),
+])
+def test_filters_and_principals_are_checked_with_their_line(tmp_path, line, problem):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"query": "grace"}\n' + line + "\n")
+    with pytest.raises(ValueError, match=rf"q.jsonl:2: .*{re.escape(problem)}"):
+        load_queries(path)
+
+
+def test_every_search_filter_is_allowed(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"query": "law", "filters": {"testament": "NT", "genre": "epistle", "kind": "scripture", '
+                    '"translation": "WEB", "tradition": "Reformed", "tier": "classic"}}\n')
+    assert load_queries(path)[0].filters["genre"] == "epistle"

@@ -1,0 +1,41 @@
+"""Bad input at the command line: one line naming the argument or source and the problem, exit
+status 2, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.cli import main as cli
+
+
+def one_line_error(capsys, argv) -> str:
+    capsys.readouterr()
+    assert cli(argv) == 2, argv
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "Traceback" not in captured.err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("content, problem", [
+    (None, "does not exist"),
+    ("sources: [oops", "is not valid YAML"),
+    ("sources: 42", "must hold a list"),
+    ("sources:\n  - {id: a, kind: document, format: text, path: a.txt, acl: [public]}\n"
+     "  - {id: a, kind: document, format: text, path: b.txt, acl: [public]}\n", "more than one source"),
+])
+def test_a_bad_sources_file_is_one_line(main_run, tmp_path, capsys, content, problem):
+    path = tmp_path / "sources.yaml"
+    if content is not None:
+        path.write_text(content)
+    assert problem in one_line_error(capsys, ["run", "--candidate", "--sources", str(path)])
+
+
+def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
+    assert "no index version 'v999'" in one_line_error(capsys, ["index", "switch", "v999"])
+    assert "does-not-exist.jsonl" in one_line_error(capsys, ["eval", str(tmp_path / "does-not-exist.jsonl")])
+    assert "--genre" in one_line_error(capsys, ["search", "the law", "--genre", "law\x00"])
+    assert "is not a principal" in one_line_error(capsys, ["search", "Psalm 23:1", "--principal", "nobody,user:bob"])
+    bad_queries = tmp_path / "q.jsonl"
+    bad_queries.write_text('{"query": "law", "filters": {"colour": "red"}}\n')
+    assert "q.jsonl:1" in one_line_error(capsys, ["eval", str(bad_queries)])
