@@ -1,4 +1,4 @@
-"""Data-quality asset checks (issue 5): thin Dagster wrappers over lectio.quality.checks.
+"""Data-quality asset checks: thin Dagster wrappers over lectio.quality.checks.
 
 Partitioned checks. `chunks` and `embeddings` are partitioned by source, and a check that
 only saw "the asset" would either load every source or judge the wrong one. Dagster 1.13 lets
@@ -45,7 +45,7 @@ DESCRIPTIONS = {
     "permission_tags": "Every chunk carries a non-empty ACL equal to its source's; none is more visible.",
     "header_presence": "Table chunks carry their header row, commentary chunks their context header, "
     "document chunks their breadcrumb, patristic chunks their tags.",
-    "unique_chunk_ids": "No two chunks share an id.",
+    "unique_chunk_ids": "No two chunks share an id; every kind and granularity is one lectio knows.",
     "chunk_sizes": "No chunk embedded whole exceeds the model's input limit (pericopes, chapters and "
     "fixed windows are embedded by window averaging and only counted).",
     "chunk_count": "The chunk count has not dropped more than 20 % since the source's previous run.",

@@ -12,6 +12,8 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCES = PROJECT_ROOT / "data" / "sources.yaml"
+# Where a home records the sources file its last run was given.
+REMEMBERED_SOURCES = "sources-file"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,18 @@ class Settings:
         return self.home / "storage"
 
 
+def _remembered_sources(home: Path) -> str | None:
+    path = home / REMEMBERED_SOURCES
+    return path.read_text().strip() or None if path.is_file() else None
+
+
+def remember_sources(settings: Settings) -> None:
+    """A home built from a sources file keeps using it (`lectio dev`, `lectio migrate`, searches
+    judging a version's ACLs) until another is given with --sources or LECTIO_SOURCES."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / REMEMBERED_SOURCES).write_text(f"{settings.sources_file}\n")
+
+
 def secure_home(settings: Settings) -> None:
     """The home and the folders that hold text (Dagster's stored outputs: private notes among
     them; Dagster's logs) closed to other local users. The home itself keeps its search bit for
@@ -91,7 +105,8 @@ def load_settings() -> Settings:
         database_url=os.environ.get("DATABASE_URL") or None,
         dagster_database_url=os.environ.get("DAGSTER_DATABASE_URL") or None,
         corpus_dir=Path(corpus).expanduser().resolve() if corpus else home / "corpus",
-        sources_file=Path(os.environ.get("LECTIO_SOURCES", DEFAULT_SOURCES)).expanduser().resolve(),
+        sources_file=Path(os.environ.get("LECTIO_SOURCES") or _remembered_sources(home) or DEFAULT_SOURCES)
+        .expanduser().resolve(),
         ui_url=(os.environ.get("LECTIO_UI_URL") or "http://localhost:3000").rstrip("/"),
         alerts=_alert_settings(home),
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 
 from dagster import (
     DagsterEventType,
@@ -52,6 +53,11 @@ from resources import LectioResource
 
 NIGHTLY_CRON = "0 2 * * *"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+# A run still "started" this long after its last status change has lost its worker (killed,
+# its machine gone): the batch goes on without it, as if it had failed. Dagster's run monitoring
+# (dagster.yaml) fails such runs itself when the daemon runs; this covers a daemon that did not.
+# Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
+STALE_RUN_SECONDS = 4 * 3600
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
 CHECK_EVENTS_PER_TICK = 500
 
@@ -169,13 +175,14 @@ def _index_after_batch_sensor(index_job):
             records = instance.get_run_records(filters=RunsFilter(tags={BATCH_TAG: batch}))
             runs = [r.dagster_run for r in records]
             expected = max((int(r.tags.get(BATCH_SIZE_TAG, "0")) for r in runs), default=0)
-            if len(runs) < expected or any(r.status not in FINISHED for r in runs):
+            if len(runs) < expected or not all(_finished(r) for r in records):
                 continue  # still running (or not all requested yet)
             finished.append(batch)
             for record in records:
                 key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
+                status = record.dagster_run.status if record.dagster_run.status in FINISHED else DagsterRunStatus.FAILURE
                 if key and (key not in latest_run or latest_run[key][0] < stamp):
-                    latest_run[key] = (stamp, record.dagster_run.status)
+                    latest_run[key] = (stamp, status)
         if not finished:
             return SkipReason("no finished batch waiting for an index")
         # One index run covers every batch that finished since the last tick: the index reads
@@ -191,6 +198,13 @@ def _index_after_batch_sensor(index_job):
         return SensorResult(run_requests=[request], cursor=json.dumps(done + finished))
 
     return index_after_batch
+
+
+def _finished(record) -> bool:
+    """Ended, or stuck: a run whose worker died stays STARTED forever and would hold its batch."""
+    if record.dagster_run.status in FINISHED:
+        return True
+    return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
 
 
 def _deliver(alerts: list[Alert], log_fn) -> None:

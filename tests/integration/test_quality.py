@@ -346,3 +346,12 @@ def test_the_index_gate_reads_no_file_again(clean, quality_sources, tmp_path):
     assert quality.gate(frame, sources) == {}
     # What the chunks show is still checked: a split table chunk that lost its header row fails.
     assert "header_presence" in {r.name for r in quality.gate(headless(frame), sources)["bookshop"]}
+
+
+def test_an_unknown_granularity_fails_the_integrity_check(clean):
+    frame = clean["bookshop"][0]
+    odd = corrupt(frame, frame["chunk_id"].iloc[0], granularity="sectoin")
+    result = quality.unique_ids(odd)
+    assert not result.passed and result.counts["chunks of an unknown granularity"] == 1
+    assert {e["expectation"] for e in result.expectations} >= {"expect_column_values_to_be_in_set"}
+    assert quality.unique_ids(frame).passed

@@ -207,3 +207,53 @@ def test_a_version_built_before_the_fix_is_refused_even_without_a_new_run(home, 
     with home.connect() as conn:
         assert store.get_version(conn, candidate).status == "revoked"
     assert load_source(home.folder / "fixed.yaml", "notes-alice").acl == ("user:alice",)
+
+
+# ---------------------------------------------------------------- the server dies under readers
+
+
+def test_readers_survive_the_embedded_server_being_killed(home):
+    """4 workers searching while the postmaster is killed with SIGKILL: a plain connection is
+    dead for good, but every search through the read pool is answered, with the same results."""
+    import os
+    import signal
+    import threading
+
+    import psycopg
+
+    from lectio.embedding.model import Embedder
+    from lectio.index.pool import ReadPool
+    from lectio.retrieval.search import search
+
+    assert run(home, home.sources("base")).index["ok"]
+    embedder = Embedder()
+    query = "how to lead a study group"
+
+    def answer(conn):
+        return [r.chunk_id for r in search(conn, query, k=5, embedder=embedder).results]
+
+    plain = home.database.connect()
+    with ReadPool(home.settings, size=4) as pool:
+        expected = pool.run(answer)
+        assert expected
+        answers, errors, started = [], [], threading.Barrier(5)
+
+        def worker():
+            started.wait()
+            for _ in range(15):
+                try:
+                    answers.append(pool.run(answer))
+                except Exception as exc:  # counted, not raised: every worker must finish
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        started.wait()
+        os.kill(int((home.settings.pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
+        for t in threads:
+            t.join(120)
+    assert errors == [] and len(answers) == 60
+    assert all(a == expected for a in answers)
+    with pytest.raises(psycopg.OperationalError):
+        plain.execute("SELECT 1")

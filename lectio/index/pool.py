@@ -1,0 +1,65 @@
+"""Connections for long-lived readers (a service, a benchmark's workers) that outlive the database.
+
+A connection the server dropped is noticed when it is taken from the pool (psycopg_pool checks
+it), and a call that failed because the server went away is retried once the server is back:
+this home's embedded server is started again here; an external one is waited for, with a
+backoff. Only reads go through here, so running a call again is always safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, TypeVar
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from lectio.index.database import ensure_database, restart_embedded, server_is_down
+from lectio.settings import Settings
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class ReadPool:
+    def __init__(self, settings: Settings, size: int = 4, attempts: int = 8, first_wait: float = 0.1):
+        self.settings, self.attempts, self.first_wait = settings, attempts, first_wait
+        self._recovering = threading.Lock()
+        self._pool = ConnectionPool(
+            ensure_database(settings).url, min_size=1, max_size=size, open=True, name="lectio-read",
+            kwargs={"autocommit": True}, configure=register_vector, check=ConnectionPool.check_connection,
+        )
+
+    def run(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work` on a pooled connection; retried while the server is away, up to `attempts`
+        times with waits doubling from `first_wait` (at most 2 s each)."""
+        for attempt in range(self.attempts):
+            try:
+                with self._pool.connection() as conn:
+                    return work(conn)
+            except psycopg.OperationalError as exc:
+                if attempt == self.attempts - 1:
+                    raise
+                log.warning("database unavailable (%s); retrying", str(exc).splitlines()[0])
+                time.sleep(min(self.first_wait * 2**attempt, 2.0))
+                self._recover()
+        raise AssertionError("unreachable")
+
+    def _recover(self) -> None:
+        # One thread restarts the server; the others find it up when they get the lock.
+        with self._recovering:
+            if server_is_down(self.settings):
+                restart_embedded(self.settings)
+            self._pool.check()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> "ReadPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
