@@ -36,7 +36,7 @@ from dagster import (
 )
 
 from lectio.quality import checks as quality
-from resources import LectioResource
+from resources import DatabaseResource, EmbedderResource
 
 CHUNKS = AssetKey("chunks")
 BLOCKING_CHUNK_CHECKS = ("permission_tags", "header_presence", "unique_chunk_ids")
@@ -107,7 +107,7 @@ def _build(partitions_def: PartitionsDefinition) -> list:
     ]
 
     @multi_asset_check(specs=chunk_specs, ins={"chunks": AssetIn("chunks"), "parsed_structure": AssetIn("parsed_structure")})
-    def chunk_quality(context: AssetCheckExecutionContext, lectio: LectioResource, chunks, parsed_structure):
+    def chunk_quality(context: AssetCheckExecutionContext, chunks, parsed_structure):
         """Chunk checks of one source, against the source and structure they were cut from."""
         partition = context.partition_key
         source, structure = parsed_structure.source, parsed_structure.structure
@@ -123,15 +123,16 @@ def _build(partitions_def: PartitionsDefinition) -> list:
 
     @asset_check(asset="embeddings", blocking=True, partitions_def=partitions_def,
                  description="Every chunk's vector has the model's dimension, finite values and unit length.")
-    def embedding_vectors(context: AssetCheckExecutionContext, lectio: LectioResource, embeddings) -> AssetCheckResult:
-        model_id = lectio.embedder().model_id
-        with lectio.connect() as conn:
+    def embedding_vectors(context: AssetCheckExecutionContext, database: DatabaseResource, embedder: EmbedderResource,
+                          embeddings) -> AssetCheckResult:
+        model_id = embedder.model_id
+        with database.connect() as conn:
             result = quality.stored_embeddings(conn, embeddings["content_hash"], model_id)
         return to_check_result(result, source=context.partition_key)
 
     @asset_check(asset="search_index", description="The version's table holds one row per chunk it was built from.")
-    def index_row_count(lectio: LectioResource, search_index) -> AssetCheckResult:
-        with lectio.connect() as conn:
+    def index_row_count(database: DatabaseResource, search_index) -> AssetCheckResult:
+        with database.connect() as conn:
             result = quality.index_rows(conn, search_index["version"], search_index.get("chunks"))
         return to_check_result(result)
 

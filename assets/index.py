@@ -10,9 +10,8 @@ from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, Parti
 from lectio.quality.distribution import histogram_png, size_distribution
 from lectio.index import store
 from lectio.index.build import build_index
-from lectio.sources import load_sources
 from pipelines.jobs import WRITER_TAG
-from resources import LectioResource
+from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
 # whole index; the index then refuses to replace the live version (see lectio.index.build).
@@ -60,7 +59,8 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
 
     @asset(ins={"chunks": _ALL_AVAILABLE, "embeddings": _ALL_AVAILABLE}, group_name="index")
     def search_index(
-        context: AssetExecutionContext, config: IndexConfig, lectio: LectioResource, chunks, embeddings
+        context: AssetExecutionContext, config: IndexConfig, corpus: CorpusResource, database: DatabaseResource,
+        embedder: EmbedderResource, chunks, embeddings
     ) -> dict:
         """A pgvector table per index version (HNSW + full text), and the pointer to the live one."""
         by_source = _by_source(chunks, partitions_def)
@@ -72,9 +72,9 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
         launched_by_writer = context.run.tags.get(WRITER_TAG) == "held"
-        with lectio.connect() as conn, (nullcontext() if launched_by_writer else store.writer_lock(conn, "this index build")):
-            outcome = build_index(conn, frame, lectio.embedder().model_id, failed, config.switch_live,
-                                  sources=load_sources(lectio.sources_path), expected=config.expected_chunks)
+        with database.connect() as conn, (nullcontext() if launched_by_writer else store.writer_lock(conn, "this index build")):
+            outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
+                                  sources=corpus.sources(), expected=config.expected_chunks)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected))
         context.add_output_metadata(

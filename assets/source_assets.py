@@ -9,8 +9,7 @@ from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
 from lectio.index import store
-from lectio.sources import load_source
-from resources import LectioResource
+from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 # Chunk assets are versioned by their rules, so Dagster marks them stale when a rule changes.
 RULES_CODE_VERSION = hashlib.sha256(repr(ingest.rulesets()).encode()).hexdigest()[:12]
@@ -18,23 +17,23 @@ RULES_CODE_VERSION = hashlib.sha256(repr(ingest.rulesets()).encode()).hexdigest(
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(partitions_def=partitions_def, group_name="ingest")
-    def raw_texts(context: AssetExecutionContext, lectio: LectioResource):
+    def raw_texts(context: AssetExecutionContext, corpus: CorpusResource):
         """The source as read, with a content hash so unchanged input is recognised."""
         # The one place a source's entry is read from the sources file; later stages get it from here.
-        source = load_source(lectio.sources_path, context.partition_key)
-        raw = ingest.read_source(source, lectio.settings().corpus_dir)
+        source = corpus.source(context.partition_key)
+        raw = ingest.read_source(source, corpus.corpus_path)
         context.add_output_metadata({"content_hash": raw.content_hash, "units_read": raw.units})
         return raw
 
     @asset(partitions_def=partitions_def, group_name="ingest")
-    def parsed_structure(context: AssetExecutionContext, lectio: LectioResource, raw_texts):
+    def parsed_structure(context: AssetExecutionContext, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
         parsed = ingest.parse_source(raw_texts)
         context.add_output_metadata(ingest.structure_facts(parsed))
         return parsed
 
     @asset(partitions_def=partitions_def, group_name="ingest", code_version=RULES_CODE_VERSION)
-    def chunks(context: AssetExecutionContext, lectio: LectioResource, parsed_structure):
+    def chunks(context: AssetExecutionContext, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
         frame = chunks_frame(ingest.chunk_source(parsed_structure))
         counts = frame.groupby("granularity").size().to_dict()
@@ -50,10 +49,10 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         return frame
 
     @asset(partitions_def=partitions_def, group_name="embed")
-    def embeddings(context: AssetExecutionContext, lectio: LectioResource, chunks):
+    def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource, chunks):
         """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
-        with lectio.connect() as conn:
-            stats = embed_chunks(conn, chunks, lectio.embedder())
+        with database.connect() as conn:
+            stats = embed_chunks(conn, chunks, embedder.embedder())
         context.add_output_metadata(
             {
                 "chunks": stats.chunks,
@@ -63,6 +62,6 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
                 "texts_per_second": round(stats.texts_per_second, 1),
             }
         )
-        return chunks[["chunk_id", "content_hash"]].assign(model_id=lectio.embedder().model_id)
+        return chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id)
 
     return [raw_texts, parsed_structure, chunks, embeddings]

@@ -5,9 +5,14 @@ Baseline, measured in the same run: the same vector query with index scans disab
 hybrid search (end to end, query embedding included), of the HNSW vector step and of the exact
 scan, the exact/HNSW latency ratio, and HNSW recall@20 = share of the exact top 20 that the
 HNSW scan also returns, at the configured ef_search; and the same at the number of candidates
-the vector side of hybrid search takes (100).
+the vector side of hybrid search takes (100). Every search goes through `lectio.retrieval.search`
+as users get it: the reader role, row-level security, the default filters and clauses.
 
-    LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--ef 100]
+Also p50/p95 of vector-only and lexical-only search (the ratio hybrid/vector is the price of
+fusion), and a concurrency run against `lectio serve` over loopback: 1, 2, 4 and 8 clients,
+throughput and p95 per level.
+
+    LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--ef 400]
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ def main() -> None:
     parser.add_argument("--queries", default="data/queries/theology.jsonl")
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
+    parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
     args = parser.parse_args()
 
     def is_reference(text: str) -> bool:
@@ -72,11 +78,16 @@ def main() -> None:
         version = store.get_version(conn, store.live_version(conn))
         search(conn, queries[0], k=args.k, embedder=embedder)  # warm caches
         hybrid, hnsw, exact, recalls, candidate_recalls = [], [], [], [], []
+        vector_only, lexical_only = [], []
         candidates = SearchConfig().candidates
         for query, vector in zip(queries, vectors):
             started = time.perf_counter()
             search(conn, query, k=args.k, embedder=embedder)
             hybrid.append(time.perf_counter() - started)
+            for mode, times in (("vector", vector_only), ("lexical", lexical_only)):
+                started = time.perf_counter()
+                search(conn, query, k=args.k, embedder=embedder, config=SearchConfig(mode=mode))
+                times.append(time.perf_counter() - started)
             approx_ids, t_hnsw = top_ids(conn, version.table_name, vector, args.k, False, args.ef)
             exact_ids, t_exact = top_ids(conn, version.table_name, vector, args.k, True, args.ef)
             hnsw.append(t_hnsw)
@@ -94,6 +105,9 @@ def main() -> None:
         "k": args.k,
         "ef_search": args.ef,
         "hybrid_ms_p50": ms(hybrid, 50), "hybrid_ms_p95": ms(hybrid, 95),
+        "vector_ms_p50": ms(vector_only, 50), "vector_ms_p95": ms(vector_only, 95),
+        "lexical_ms_p50": ms(lexical_only, 50), "lexical_ms_p95": ms(lexical_only, 95),
+        "hybrid_over_vector_p95": round(percentile(hybrid, 95) / percentile(vector_only, 95), 2),
         "hnsw_ms_p50": ms(hnsw, 50), "hnsw_ms_p95": ms(hnsw, 95),
         "exact_ms_p50": ms(exact, 50), "exact_ms_p95": ms(exact, 95),
         "exact_over_hnsw_p50": round(statistics.median(exact) / statistics.median(hnsw), 1),
@@ -101,7 +115,61 @@ def main() -> None:
         "candidates": candidates,
         "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
         "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
+        "service": concurrency(queries, [int(c) for c in args.clients.split(",") if c.strip()], args.k),
     }, indent=2))
+
+
+def concurrency(queries: list[str], levels: list[int], k: int) -> list[dict]:
+    """Each level: that many clients over loopback, each sending every query once (warm service)."""
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    import uvicorn
+
+    from lectio.serving.app import create_app
+    from lectio.serving.auth import Verifier
+
+    if not levels:
+        return []
+    app = create_app(load_settings(), Verifier(), pool_size=max(levels))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.1)
+    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/search"
+
+    def ask(query: str) -> float:
+        started = time.perf_counter()
+        with urllib.request.urlopen(f"{url}?{urllib.parse.urlencode({'q': query, 'k': k})}", timeout=120) as answer:
+            answer.read()
+        return time.perf_counter() - started
+
+    ask(queries[0])
+    results = []
+    for clients in levels:
+        times: list[float] = []
+        lock = threading.Lock()
+
+        def client():
+            for query in queries:
+                elapsed = ask(query)
+                with lock:
+                    times.append(elapsed)
+
+        started = time.perf_counter()
+        workers = [threading.Thread(target=client) for _ in range(clients)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        wall = time.perf_counter() - started
+        results.append({"clients": clients, "requests": len(times), "per_second": round(len(times) / wall, 1),
+                        "p50_ms": round(1000 * percentile(times, 50), 1), "p95_ms": round(1000 * percentile(times, 95), 1)})
+    server.should_exit = True
+    thread.join(30)
+    return results
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Searches under fire: 8 concurrent searchers while a migration builds, gates and switches a
-candidate, and while the embedded database is killed once and comes back.
+candidate, then while the embedded database is killed (SIGKILL) and comes back.
 
 Loopback only and bounded: a throwaway LECTIO_HOME with a few small sources (WEB chapters, a
 public document, two users' private notes); it stops by itself when the migration has finished
-and the searchers have run 10 s past the restart (at most --limit seconds in all).
+and the searchers have run 10 s past the kill (at most --limit seconds in all).
 
 Counted for every search: answered, failed (after the read pool's retries), a leak (a private
 note shown to a principal its ACL does not name), a wrong answer (a reference lookup whose first
@@ -123,10 +123,12 @@ def main() -> int:
                     continue
                 tally.record(time.perf_counter() - t0, principals, query, expected, response)
 
+        url = store_url(settings)
+
         def watch_connections():
             while not stop.is_set():
                 try:
-                    with psycopg.connect(store_url(settings), autocommit=True, connect_timeout=2) as conn:
+                    with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
                         count = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'lectio'").fetchone()[0]
                         peak["connections"] = max(peak["connections"], count)
                 except psycopg.Error:
@@ -149,22 +151,24 @@ def main() -> int:
 
         migrator = threading.Thread(target=migrate, daemon=True)
         migrator.start()
-        time.sleep(5)
+        migrator.join(max(1, args.limit - 30))
+        migrated_at = time.monotonic() - started
+        # Then the database dies under the searchers, and comes back.
         pid = int((settings.pgdata / "postmaster.pid").read_text().split()[0])
         os.kill(pid, signal.SIGKILL)
         killed_at = time.monotonic() - started
-        migrator.join(max(1, args.limit - (time.monotonic() - started)))
         time.sleep(min(10, max(0, args.limit - (time.monotonic() - started))))
         stop.set()
         for t in threads:
             t.join(30)
         pool.close()
-        with psycopg.connect(store_url(settings), autocommit=True) as conn:
+        with psycopg.connect(url, autocommit=True) as conn:
             live = store.live_version(conn)
         lat = [s * 1000 for s in tally.latencies]
         report = {
             "workers": args.workers,
             "seconds": round(time.monotonic() - started, 1),
+            "migration_done_at_s": round(migrated_at, 1),
             "database_killed_at_s": round(killed_at, 1),
             "migration": migration or {"ok": False, "reason": "did not finish within --limit"},
             "live_after": live,

@@ -49,7 +49,7 @@ from lectio.readers.changes import source_fingerprints
 from lectio.index.database import ensure_database
 from lectio.settings import load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, STAGE_TAG
-from resources import LectioResource
+from resources import CorpusResource
 
 NIGHTLY_CRON = "0 2 * * *"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -118,13 +118,13 @@ def _source_change_sensor(ingest_job):
         default_status=DefaultSensorStatus.STOPPED,
         description="Requests ingest runs for exactly the sources whose content or entry changed.",
     )
-    def source_changes(context: SensorEvaluationContext, lectio: LectioResource):
+    def source_changes(context: SensorEvaluationContext, corpus: CorpusResource):
         # Cursor: {"generation": n, "fingerprints": {source: hash}}. The first sight of a source
         # is its baseline (a never-ingested source is the nightly run's business, not a change).
         state = json.loads(context.cursor) if context.cursor else {"generation": 0, "fingerprints": {}}
         seen: dict[str, str] = state["fingerprints"]
         keys = _source_partitions(context)
-        now = source_fingerprints(lectio.sources_path, lectio.settings().corpus_dir, keys)
+        now = source_fingerprints(corpus.sources_path, corpus.corpus_path, keys)
         changed = [k for k in keys if now[k] is not None and k in seen and seen[k] != now[k]]
         fingerprints = {**seen, **{k: v for k, v in now.items() if v is not None}}
         fingerprints = {k: v for k, v in fingerprints.items() if k in keys}

@@ -68,12 +68,24 @@ def _parser() -> argparse.ArgumentParser:
                         help="weight of how often the corpus cites a passage (default 0.1; 0 turns it off)")
     search.add_argument("--mmr", type=float, metavar="LAMBDA",
                         help="diversify the results by maximal marginal relevance (1 = relevance only)")
+    search.add_argument("--server", metavar="URL", help="ask a running `lectio serve` (e.g. http://127.0.0.1:8000) "
+                        "instead of searching here; principals then come from --token")
+    search.add_argument("--token", help="with --server: a JWT whose 'principals' claim says who is asking "
+                        "(default: $LECTIO_TOKEN; none: public)")
+
+    serve = command("serve", _serve, "the HTTP search service: GET /search, /health, /ready, /metrics, /docs")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--pool", type=int, default=8, help="database connections (default 8)")
 
     evaluate = command("eval", _eval, "score an index version against a labelled query set")
-    evaluate.add_argument("queries", help="JSONL query set (DESIGN §4)")
+    evaluate.add_argument("queries", help="JSONL query set, one labelled query per line")
     evaluate.add_argument("--k", type=int, default=20)
     evaluate.add_argument("--index", help="index version (default: the live one)")
     evaluate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
+    evaluate.add_argument("--part", choices=["dev", "test", "all"], default="all",
+                          help="score the set's dev part (tune on it), its test part (report it) or all of it; "
+                               "the parts are fixed by a hash of each query's id")
 
     index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
     index.add_argument("action", choices=["list", "switch", "rollback", "prune"])
@@ -175,6 +187,8 @@ def _dev(args) -> int:
 
 
 def _search(args) -> int:
+    if args.server:
+        return _search_server(args)
     from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
 
     settings = load_settings()
@@ -202,24 +216,74 @@ def _search(args) -> int:
                                 **({} if args.prominence is None else {"prominence_weight": args.prominence})),
             filters=filters,
         )
-    lines = [f"{response.message}"] if response.message else []
-    for r in response.results:
-        refs = ", ".join(r.refs[:3]) + (" …" if len(r.refs) > 3 else "")
-        lines.append(f"{r.rank:>2}. {r.chunk_id}  [{refs}]  score {r.score:.3f}\n    {r.text[:200]}")
-    _print(args, response.to_json(), "\n".join(lines) or "no results")
-    return 0 if response.results else 1
+    return _print_results(args, response.to_json())
+
+
+def _print_results(args, payload: dict) -> int:
+    lines = [payload["message"]] if payload.get("message") else []
+    for r in payload["results"]:
+        refs = ", ".join(r["refs"][:3]) + (" …" if len(r["refs"]) > 3 else "")
+        lines.append(f"{r['rank']:>2}. {r['chunk_id']}  [{refs}]  score {r['score']:.3f}\n    {r['text'][:200]}")
+    _print(args, payload, "\n".join(lines) or "no results")
+    return 0 if payload["results"] else 1
+
+
+def _search_server(args) -> int:
+    """The same search through a running service: no model or database in this process."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    if args.principal:
+        raise ValueError("--principal is not sent to a server: principals come from --token")
+    params = {"q": args.query, "k": args.k, "mode": args.mode, **{
+        name: value for name in ("kind", "translation", "testament", "genre", "tradition", "tier")
+        if (value := getattr(args, name)) is not None}}
+    request = urllib.request.Request(f"{args.server.rstrip('/')}/search?{urllib.parse.urlencode(params)}")
+    token = args.token or os.environ.get("LECTIO_TOKEN")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            payload = json.load(answer)
+    except urllib.error.HTTPError as exc:
+        try:
+            body = json.load(exc)
+            reason = body.get("error") or body.get("detail") or exc.reason
+        except ValueError:
+            reason = exc.reason
+        raise ValueError(f"{args.server} answered {exc.code}: {reason}") from None
+    except urllib.error.URLError as exc:
+        raise ValueError(f"cannot reach {args.server}: {exc.reason}") from None
+    return _print_results(args, payload)
+
+
+def _serve(args) -> int:
+    import uvicorn
+
+    from lectio.serving.app import create_app
+    from lectio.serving.auth import Verifier
+
+    public_key = os.environ.get("LECTIO_AUTH_PUBLIC_KEY")
+    if public_key and Path(public_key).is_file():
+        public_key = Path(public_key).read_text()
+    verifier = Verifier(secret=os.environ.get("LECTIO_AUTH_SECRET") or None, public_key=public_key or None)
+    uvicorn.run(create_app(load_settings(), verifier, pool_size=args.pool), host=args.host, port=args.port,
+                log_level="warning")
+    return 0
 
 
 def _eval(args) -> int:
     from lectio.evaluation.metrics import evaluate_index
-    from lectio.evaluation.querysets import load_queries
+    from lectio.evaluation.querysets import load_queries, select_part
 
     settings = load_settings()
-    queries = load_queries(Path(args.queries))
+    queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
         report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode)
-    overall = report["overall"]
+    report["part"] = args.part
+    overall = {"part": args.part, **report["overall"]}
     text = "\n".join(f"{metric:<20} {value if value is not None else '-'}" for metric, value in overall.items())
     _print(args, report, text)
     return 0

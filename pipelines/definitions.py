@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from dagster import Definitions, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
+from dagster import Definitions, EnvVar, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
 
 from assets import build_index_assets, build_source_assets
 from assets.checks import build_asset_checks
-from lectio.settings import load_settings
+from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
 from pipelines.migration import build_migration_assets, build_migration_jobs
 from pipelines.jobs import INDEX_JOB, INGEST_JOB, STAGE_TAG
-from resources import LectioResource
+from resources import CorpusResource, DatabaseResource, EmbedderResource
+
+
+def lectio_resources(settings: Settings, sources_file: Path) -> dict:
+    """The resources, each value a deployment sets given as an EnvVar where it was set in the
+    environment, so the UI and run configs name the variable rather than hold its value."""
+    def env(name: str, value) -> EnvVar | str | None:
+        return EnvVar(name) if os.environ.get(name) else (str(value) if value is not None else None)
+
+    return {
+        "corpus": CorpusResource(sources_file=str(sources_file), corpus_dir=env("LECTIO_CORPUS_DIR", settings.corpus_dir)),
+        "database": DatabaseResource(home=env("LECTIO_HOME", settings.home), url=env("DATABASE_URL", None)),
+        "embedder": EmbedderResource(),
+    }
 
 
 def build_definitions(sources_file: Path | None = None) -> Definitions:
@@ -38,7 +52,7 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
         schedules=build_schedules(jobs),
         sensors=build_sensors(jobs),
         resources={
-            "lectio": LectioResource(sources_file=str(sources_file)),
+            **lectio_resources(settings, sources_file),
             "io_manager": FilesystemIOManager(base_dir=str(settings.storage_dir)),
         },
     )

@@ -1,9 +1,9 @@
-"""The index migration in Dagster (issues 4 and 6): thin wrappers over lectio.evaluation.gate.
+"""The index migration in Dagster : thin wrappers over lectio.evaluation.gate.
 
 Lineage: … → search_index → index_evaluation → live_index.
 
 - `index_evaluation` scores the live version and the candidate on the labelled query sets and
-  shows every version's metrics side by side, with deltas against the live one (issue 4's
+  shows every version's metrics side by side, with deltas against the live one (the
   evaluation asset; other retained versions show the scores stored when they were evaluated).
 - `live_index` is the gate and the switch: it decides from the evaluation, switches the
   candidate in when it passes, applies retention, and reports the decision as the asset check
@@ -33,9 +33,8 @@ from dagster import (
 from lectio.evaluation import gate as migration
 from lectio.index import store
 from lectio.evaluation.metrics import METRICS
-from lectio.sources import load_sources
 from pipelines.jobs import GATE_JOB, MIGRATE_JOB
-from resources import LectioResource
+from resources import CorpusResource, DatabaseResource
 
 GATE_CHECK = "recall_gate"
 # Short column names for the side-by-side table in the UI.
@@ -60,12 +59,12 @@ class GateConfig(Config):
 
 def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(group_name="migration")
-    def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, lectio: LectioResource,
+    def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, database: DatabaseResource,
                          search_index: dict) -> dict:
-        """The live index and the candidate scored on the labelled query sets (DESIGN §4 metrics),
+        """The live index and the candidate scored on the labelled query sets (recall, precision, MRR, nDCG, budget recall),
         every version side by side with deltas against the live one."""
         query_sets = migration.load_query_sets(config.query_sets)
-        with lectio.connect() as conn:
+        with database.connect() as conn:
             live = store.live_version(conn)
             candidate = config.candidate or (search_index or {}).get("version")
             if candidate == live:
@@ -96,11 +95,12 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         GATE_CHECK, asset="live_index",
         description="The candidate is no worse than the live index on the labelled query sets (recall@20 and the "
                     "other guarded metrics within tolerance) and passes the blocking quality checks.")])
-    def live_index(context: AssetExecutionContext, config: GateConfig, lectio: LectioResource, index_evaluation: dict):
+    def live_index(context: AssetExecutionContext, config: GateConfig, corpus: CorpusResource, database: DatabaseResource,
+                   index_evaluation: dict):
         """Which version users search: the candidate goes live only when the gate passes."""
         evaluation = index_evaluation
         candidate = evaluation.get("candidate")
-        with lectio.connect() as conn:
+        with database.connect() as conn:
             if not candidate:
                 live = store.live_version(conn)
                 result = migration.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
@@ -109,7 +109,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                 result = migration.gate(
                     conn, candidate, migration.load_query_sets(evaluation["query_sets"]),
                     tolerances=config.tolerances, k=evaluation["k"], mode=evaluation["mode"],
-                    sources=load_sources(lectio.sources_path),
+                    sources=corpus.sources(),
                     reports=evaluation["reports"],
                 )
                 migration.apply(conn, result, config.keep)

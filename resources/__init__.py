@@ -1,5 +1,5 @@
-"""Dagster resources: thin handles on the lectio domain (settings, database, model)."""
+"""Dagster resources over lectio's domain."""
 
-from resources.lectio import LectioResource
+from resources.lectio import CorpusResource, DatabaseResource, EmbedderResource
 
-__all__ = ["LectioResource"]
+__all__ = ["CorpusResource", "DatabaseResource", "EmbedderResource"]

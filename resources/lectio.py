@@ -1,32 +1,68 @@
+"""The resources lectio's assets use: where the sources and the corpus are, the database, and
+the embedding model. Each is configured once, in the Definitions, from the environment through
+`EnvVar` where the value is a deployment's (so the UI shows the variable, never a password)."""
+
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
+from typing import Optional
 
 import psycopg
 from dagster import ConfigurableResource
 
-from lectio.index import store
-from lectio.index.database import ensure_database
 from lectio.embedding.model import Embedder
-from lectio.settings import Settings, load_settings
+from lectio.index import store
+from lectio.index.database import open_database
+from lectio.sources import Source, SourceError, load_source, load_sources
 
 
-class LectioResource(ConfigurableResource):
-    """Where the sources file is, and connections to the database lectio indexes into."""
+class CorpusResource(ConfigurableResource):
+    """The sources file a code location was loaded with, and where downloaded modules go."""
 
     sources_file: str
+    corpus_dir: str
 
     @property
     def sources_path(self) -> Path:
         return Path(self.sources_file)
 
-    def settings(self) -> Settings:
-        return load_settings()
+    @property
+    def corpus_path(self) -> Path:
+        return Path(self.corpus_dir)
+
+    def source(self, source_id: str) -> Source:
+        return load_source(self.sources_path, source_id)
+
+    def sources(self) -> dict[str, Source | SourceError]:
+        return load_sources(self.sources_path)
+
+
+class DatabaseResource(ConfigurableResource):
+    """The PostgreSQL lectio indexes into: `url` (DATABASE_URL) when set, else the embedded
+    server under `home` (LECTIO_HOME), started on first use."""
+
+    home: str
+    url: Optional[str] = None
 
     def connect(self) -> psycopg.Connection:
-        conn = ensure_database(self.settings()).connect()
+        conn = open_database(Path(self.home), self.url).connect()
         store.ensure_schema(conn)
         return conn
 
+
+class EmbedderResource(ConfigurableResource):
+    """The embedding model, loaded once per process that uses it."""
+
+    batch_size: int = 64
+
+    @cached_property
+    def _embedder(self) -> Embedder:
+        return Embedder(batch_size=self.batch_size)
+
     def embedder(self) -> Embedder:
-        return Embedder()
+        return self._embedder
+
+    @property
+    def model_id(self) -> str:
+        return self._embedder.model_id

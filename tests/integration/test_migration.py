@@ -1,4 +1,4 @@
-"""Re-chunking as a parallel index migration (issue 6): a changed rule is built beside the live
+"""Re-chunking as a parallel index migration : a changed rule is built beside the live
 index, scored on labelled queries, and switched in only when it is no worse; a bad rule is
 refused; rollback, retention and a killed migration leave the live index answering.
 

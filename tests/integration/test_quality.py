@@ -1,4 +1,4 @@
-"""Data-quality checks (issue 5) on real chunks of small fixtures: the real readers and chunkers,
+"""Data-quality checks on real chunks of small fixtures: the real readers and chunkers,
 the real model, the embedded PostgreSQL; corruption is applied to the chunk frames the way a
 faulty chunker or a stale output would leave them."""
 
@@ -23,7 +23,6 @@ from lectio.index.build import build_index
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS, Embedder
 from lectio.sources import load_source, load_sources
 from pipelines.definitions import build_definitions
-from resources import LectioResource
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TABLE_HEADER = "Code | Title | Format | Price (£) | Staff note"
@@ -295,7 +294,7 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
 
     def run(sources_file, selection, partition_key=None):
         defs = build_definitions(sources_file)
-        resources = {**defs.resources, "io_manager": io_manager, "lectio": LectioResource(sources_file=str(sources_file))}
+        resources = {**defs.resources, "io_manager": io_manager}
         return materialize([*defs.assets, *defs.asset_checks], selection=selection, partition_key=partition_key,
                            resources=resources, instance=instance, raise_on_error=False)
 

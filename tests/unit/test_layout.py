@@ -11,7 +11,7 @@ LAYERS = ("lectio", "pipelines", "assets", "resources")
 DAGSTER_LAYER = ("dagster", "pipelines", "assets", "resources")
 # The domain's stage packages, lowest first: a package may import only those before it.
 STAGES = ("settings", "sources", "alerts", "bible", "readers", "embedding", "rulesets", "quality",
-          "index", "retrieval", "evaluation")
+          "index", "retrieval", "evaluation", "serving")
 MAX_LINES = 500
 
 

@@ -2,6 +2,7 @@
 budget recall), on hand-computed cases."""
 
 import math
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -73,3 +74,15 @@ def test_ndcg_counts_a_relevant_verse_once():
     assert s["ndcg@10"] == pytest.approx(1.0)
     later = score_query(q({"a", "c"}), [Hit(("x",)), Hit(("a",)), Hit(("a",)), Hit(("c",))])
     assert later["ndcg@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
+
+
+def test_an_evaluation_reports_the_speed_of_its_searches():
+    queries = [LabelledQuery(id=str(i), query="q", relevant=frozenset({"rom_8_28"})) for i in range(5)]
+
+    def slow(q):
+        time.sleep(0.01)
+        return []
+
+    latency = evaluate(queries, slow, 20)["overall"]["latency_ms"]
+    assert set(latency) == {"p50", "p95", "max"}
+    assert 10 <= latency["p50"] <= latency["p95"] <= latency["max"]

@@ -248,3 +248,17 @@ def test_every_search_filter_is_allowed(tmp_path):
     path.write_text('{"query": "law", "filters": {"testament": "NT", "genre": "epistle", "kind": "scripture", '
                     '"translation": "WEB", "tradition": "Reformed", "tier": "classic"}}\n')
     assert load_queries(path)[0].filters["genre"] == "epistle"
+
+
+def test_each_set_splits_into_fixed_dev_and_test_parts():
+    from lectio.evaluation.querysets import part_of, select_part
+
+    queries = load_queries(QUERIES / "theology.jsonl")
+    dev, test = select_part(queries, "dev"), select_part(queries, "test")
+    assert len(dev) + len(test) == len(queries) and not {q.id for q in dev} & {q.id for q in test}
+    assert 0.5 < len(dev) / len(queries) < 0.7  # about 60/40
+    # Fixed by the id alone: the same id lands in the same part whatever else the file holds.
+    assert [part_of(q.id) for q in dev] == ["dev"] * len(dev)
+    assert part_of("theology-001") == part_of("theology-001")
+    with pytest.raises(ValueError, match="part must be one of"):
+        select_part(queries, "train")

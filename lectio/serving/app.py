@@ -1,0 +1,119 @@
+"""`lectio serve`: the search service a study tool calls for every question a reader asks.
+
+FastAPI on uvicorn: the ecosystem's usual pair for a small JSON API, with validation of query
+parameters and an OpenAPI page (`/docs`) for free. The model is loaded once, at start; searches
+take a connection from a pool that survives a database restart (lectio.index.pool), and run
+under row-level security with the principals of the caller's verified token (lectio.serving.auth),
+so a bug here still cannot widen what the database lets a principal read.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from typing import Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from lectio.embedding.model import Embedder
+from lectio.index import store
+from lectio.index.pool import ReadPool
+from lectio.retrieval.search import Filters, SearchConfig, search
+from lectio.serving.auth import AuthError, Verifier
+from lectio.settings import Settings
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    """Prometheus series of one app (a registry of its own, so two apps in one process, as in
+    the tests, do not collide)."""
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.requests = Counter("lectio_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
+        self.latency = Histogram("lectio_request_seconds", "Time to answer a request", ["endpoint"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.errors = Counter("lectio_search_errors", "Searches that failed after retries", registry=self.registry)
+
+
+def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
+    metrics = Metrics()
+    state: dict = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        state["embedder"] = Embedder()
+        state["embedder"].encode(["warm up"])  # the first encode pays for lazy loading
+        state["pool"] = ReadPool(settings, size=pool_size)
+        yield
+        state["pool"].close()
+
+    app = FastAPI(title="lectio", summary="Permission-aware search over scripture, commentary and documents",
+                  lifespan=lifespan)
+
+    @app.middleware("http")
+    async def count(request: Request, call_next):
+        started = time.perf_counter()
+        response = await call_next(request)
+        endpoint = request.url.path
+        metrics.requests.labels(endpoint, str(response.status_code)).inc()
+        metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        return response
+
+    @app.exception_handler(AuthError)
+    async def refused(request: Request, exc: AuthError):
+        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    @app.get("/search", summary="Search the live index as the caller's principals")
+    def search_endpoint(
+        request: Request,
+        q: str = Query(..., min_length=1, max_length=1000, description="the reader's question or a reference"),
+        k: int = Query(20, ge=1, le=100),
+        kind: str | None = None,
+        translation: str | None = None,
+        testament: str | None = None,
+        genre: str | None = None,
+        tradition: str | None = None,
+        tier: str | None = None,
+        mode: Literal["hybrid", "vector", "lexical"] = "hybrid",
+    ):
+        principals = verifier.principals(request.headers.get("authorization"))
+        filters = Filters(kind=kind, translation=translation, testament=testament, genre=genre,
+                          tradition=tradition, tier=tier)
+        for name, value in vars(filters).items():
+            if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
+                return JSONResponse({"error": f"{name} must be a word or phrase on one line"}, status_code=400)
+        started = time.perf_counter()
+        try:
+            response = state["pool"].run(lambda conn: search(
+                conn, q, k=k, principals=principals, filters=filters, config=SearchConfig(mode=mode),
+                embedder=state["embedder"]))
+        except Exception:
+            metrics.errors.inc()
+            raise
+        payload = response.to_json()
+        payload["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        return payload
+
+    @app.get("/health", summary="The process is up")
+    def health():
+        return {"status": "ok"}
+
+    @app.get("/ready", summary="The database answers and a live index exists")
+    def ready():
+        try:
+            live = state["pool"].run(store.live_version)
+        except Exception as exc:  # any failure to reach the database means not ready
+            return JSONResponse({"ready": False, "reason": str(exc).splitlines()[0]}, status_code=503)
+        if live is None:
+            return JSONResponse({"ready": False, "reason": "no live index: run `lectio run`"}, status_code=503)
+        return {"ready": True, "live": live}
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
+    def prometheus():
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,66 @@
+"""Who is asking: principals from a verified JWT, never from a query parameter.
+
+A study tool signs in its reader itself and sends `Authorization: Bearer <JWT>`, signed HS256
+with the secret the service knows (LECTIO_AUTH_SECRET) or RS256 with the private key whose
+public half the service knows (LECTIO_AUTH_PUBLIC_KEY), with the claims `principals` (a list such
+as ["user:alice", "group:staff"]) and `exp`. No token: the reader is anonymous and sees `public`.
+A signed-in reader sees `public` too, plus what names one of their principals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jwt
+
+from lectio.sources import check_principals
+
+PUBLIC = ("public",)
+
+
+class AuthError(Exception):
+    """A request refused before any search: `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Verifier:
+    secret: str | None = None  # HS256
+    public_key: str | None = None  # RS256, PEM
+
+    def principals(self, authorization: str | None) -> tuple[str, ...]:
+        if not authorization:
+            return PUBLIC
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError(401, "the Authorization header must be 'Bearer <JWT>'")
+        claims = self._claims(token.strip())
+        given = claims.get("principals")
+        if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
+            raise AuthError(400, "the token's 'principals' claim must be a list of strings")
+        try:
+            principals = check_principals(given)
+        except ValueError as exc:
+            raise AuthError(400, f"the token's principals: {exc}") from None
+        return tuple(dict.fromkeys((*PUBLIC, *principals)))
+
+    def _claims(self, token: str) -> dict:
+        keys = [(k, alg) for k, alg in ((self.secret, "HS256"), (self.public_key, "RS256")) if k]
+        if not keys:
+            raise AuthError(401, "this service accepts no tokens (no LECTIO_AUTH_SECRET or LECTIO_AUTH_PUBLIC_KEY)")
+        try:
+            algorithm = jwt.get_unverified_header(token).get("alg")
+        except jwt.InvalidTokenError as exc:
+            raise AuthError(401, f"the token is not a JWT: {exc}") from None
+        key = next((k for k, alg in keys if alg == algorithm), None)
+        if key is None:
+            raise AuthError(401, f"tokens signed {algorithm} are not accepted here")
+        try:
+            return jwt.decode(token, key, algorithms=[algorithm], options={"require": ["exp", "principals"]})
+        except jwt.ExpiredSignatureError:
+            raise AuthError(401, "the token has expired") from None
+        except jwt.InvalidTokenError as exc:
+            raise AuthError(401, f"the token is not valid: {exc}") from None
