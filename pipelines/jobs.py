@@ -12,3 +12,6 @@ STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those t
 # On runs started by a process that already holds the database's writer lock (`lectio run`,
 # `lectio migrate`); any other index build takes the lock itself.
 WRITER_TAG = "lectio/writer"
+# On an ingest run `lectio run` launched: the fingerprint of what the source's outputs are made
+# from, so the next run can tell that nothing changed and reuse them.
+INPUTS_TAG = "lectio/inputs"

@@ -13,15 +13,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from dagster import DagsterEventType, DagsterInstance
+from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from lectio.evaluation import gate as migration
 from lectio.index import store
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
-from lectio.sources import source_ids
+from lectio.embedding.model import model_id
+from lectio.readers.changes import input_fingerprint
+from lectio.rulesets.registry import format_of
+from lectio.sources import SourceError, parse_source, read_entries, source_ids
 from pipelines.definitions import build_definitions
-from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, WRITER_TAG
+from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG, WRITER_TAG
 from pipelines.home import prepare_dagster_env
 
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its
@@ -87,11 +90,20 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     ids = source_ids(settings.sources_file)
 
     outcomes = []
+    entries = {e["id"]: e for e in read_entries(settings.sources_file)}
     for position, source_id in enumerate(ids, start=1):
-        echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
         t0 = time.monotonic()
+        inputs = _input_fingerprint(entries[source_id], settings)
+        reused = _unchanged(instance, source_id, inputs)
+        if reused is not None:
+            reused.seconds = time.monotonic() - t0
+            outcomes.append(reused)
+            echo(f"[{position}/{len(ids)}] {source_id}: unchanged since its last run, its chunks and embeddings reused")
+            continue
+        echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
         result = ingest.execute_in_process(
-            run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False
+            run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False,
+            tags={INPUTS_TAG: inputs} if inputs else None,
         )
         if _interrupted(result):
             raise Interrupted(f"stopped while reading {source_id}")
@@ -124,6 +136,39 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
+
+
+def _input_fingerprint(entry: dict, settings: Settings) -> str | None:
+    try:
+        source = parse_source(entry, settings.sources_file.resolve().parent)
+        ruleset = format_of(source).ruleset
+    except SourceError:
+        return None  # its run will fail with the entry's error
+    return input_fingerprint(entry, settings.sources_file, settings.corpus_dir, ruleset, model_id())
+
+
+def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) -> SourceOutcome | None:
+    """The outcome of the source's last successful ingest, when it was made from exactly these
+    inputs and its stored chunks and embeddings are still that run's (no other run stored its
+    own since); None when the source must go through ingest again."""
+    if inputs is None:
+        return None
+    runs = instance.get_run_records(
+        filters=RunsFilter(job_name=INGEST_JOB, statuses=[DagsterRunStatus.SUCCESS],
+                           tags={"dagster/partition": source_id}), limit=1)
+    if not runs or runs[0].dagster_run.tags.get(INPUTS_TAG) != inputs:
+        return None
+    run_id = runs[0].dagster_run.run_id
+    facts = {}
+    for name in ("parsed_structure", "chunks", "embeddings"):
+        records = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=AssetKey(name), asset_partitions=[source_id]), limit=1).records
+        if not records or records[0].run_id != run_id:
+            return None
+        metadata = records[0].asset_materialization.metadata
+        facts[name] = {k: v.value for k, v in metadata.items() if isinstance(v.value, (int, float, str, bool))}
+    facts["embeddings"] = {**facts["embeddings"], "embedded": 0, "reused_from_cache": facts["embeddings"].get("chunks", 0)}
+    return SourceOutcome(source_id, True, 0.0, {}, facts, None)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import psycopg
 
 from lectio.index import store
@@ -137,7 +138,12 @@ def check_tolerances(tolerances: Mapping[str, float]) -> dict[str, float]:
 
 def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances: Mapping[str, float]):
     """Metrics side by side per query set, the queries whose listed metrics changed, and the
-    guarded metrics that dropped too far (as sentences)."""
+    guarded metrics that dropped too far (as sentences).
+
+    A guarded metric refuses the candidate only when its drop is beyond the tolerance and real:
+    the 95 % interval of the mean per-query change (a paired bootstrap over the queries both
+    versions scored) lies below zero. A drop beyond the tolerance that the interval cannot tell
+    from no change is noise, reported as such and not refused."""
     listed = list(dict.fromkeys([*ALWAYS_LISTED, *tolerances]))
     table: dict[str, dict[str, dict[str, Any]]] = {}
     differences: list[dict[str, Any]] = []
@@ -151,11 +157,15 @@ def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances:
             a, b = old.get(metric), new.get(metric)
             delta = round(b - a, 4) if a is not None and b is not None else None
             tolerance = tolerances.get(metric)
-            ok = tolerance is None or delta is None or delta >= -tolerance - 1e-9
-            rows[metric] = {"live": a, "candidate": b, "delta": delta, "tolerance": tolerance, "ok": ok}
+            interval = paired_interval(live[name]["queries"], candidate[name]["queries"], metric) if metric != "n" else None
+            noise = interval is None or interval[0] <= 0 <= interval[1]
+            beyond = tolerance is not None and delta is not None and delta < -tolerance - 1e-9
+            ok = not beyond or (interval is not None and interval[1] >= 0)
+            rows[metric] = {"live": a, "candidate": b, "delta": delta, "tolerance": tolerance, "ok": ok,
+                            "ci95": interval, "noise": noise}
             if not ok:
-                violations.append(f"{name}: {metric} fell from {a:.4f} to {b:.4f} ({delta:+.4f}; "
-                                  f"at most -{tolerance:.4f} allowed)")
+                violations.append(f"{name}: {metric} fell from {a:.4f} to {b:.4f} ({delta:+.4f}, 95% interval "
+                                  f"{interval[0]:+.4f} to {interval[1]:+.4f}; at most -{tolerance:.4f} allowed)")
         table[name] = rows
         before = {q["id"]: q for q in live[name]["queries"]}
         for q in candidate[name]["queries"]:
@@ -169,6 +179,24 @@ def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances:
     # Largest losses first: what a reader of a refusal wants to see.
     differences.sort(key=lambda d: min((c["candidate"] or 0) - (c["live"] or 0) for c in d["changes"].values()))
     return table, differences, violations
+
+
+BOOTSTRAP_SAMPLES = 2000
+
+
+def paired_interval(live: Sequence[dict], candidate: Sequence[dict], metric: str) -> list[float] | None:
+    """95 % bootstrap interval of the mean per-query change of `metric` (candidate − live), over
+    the queries both scored; None with fewer than two. Seeded: the same reports give the same
+    interval, so a gate decision can be reproduced."""
+    before = {q["id"]: q.get(metric) for q in live}
+    deltas = np.asarray([q[metric] - before[q["id"]] for q in candidate
+                         if q.get(metric) is not None and before.get(q["id"]) is not None], dtype=float)
+    if len(deltas) < 2:
+        return None
+    rng = np.random.default_rng(20261201)
+    means = deltas[rng.integers(0, len(deltas), size=(BOOTSTRAP_SAMPLES, len(deltas)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
 
 
 def blocking_quality_failures(conn: psycopg.Connection, version: str,
@@ -213,6 +241,12 @@ def decide(live: str | None, candidate: str, live_reports: Mapping[str, dict] | 
     else:
         guarded = ", ".join(f"{m} within {t}" for m, t in tolerances.items()) or "nothing guarded"
         result.decision, result.reason = "switch", f"{candidate} is no worse than {live} ({guarded})"
+        noisy = [f"{name}: {metric} {row['delta']:+.4f} (95% interval {row['ci95'][0]:+.4f} to {row['ci95'][1]:+.4f})"
+                 for name, rows in result.metrics.items() for metric, row in rows.items()
+                 if row.get("tolerance") is not None and row["delta"] is not None
+                 and row["delta"] < -row["tolerance"] and row.get("ci95")]
+        if noisy:
+            result.reason += "; drops beyond tolerance but within noise: " + "; ".join(noisy)
     return result
 
 

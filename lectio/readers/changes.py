@@ -57,6 +57,17 @@ def fingerprint(entry: dict | None, base_dir: Path, corpus_dir: Path) -> str | N
     return digest.hexdigest()
 
 
+def input_fingerprint(entry: dict, sources_file: Path, corpus_dir: Path, ruleset: str, model: str) -> str | None:
+    """What a source's stored chunks and embeddings were made from: its entry and input files
+    (`fingerprint`), the version of the ruleset that chunks it (its rules, not every ruleset's)
+    and the embedding model. Equal fingerprints: reading, chunking and embedding again would
+    make the same outputs. None where the source's data is not on this machine yet."""
+    base = fingerprint(entry, Path(sources_file).resolve().parent, corpus_dir)
+    if base is None:
+        return None
+    return hashlib.sha256(f"{base}|{ruleset}|{model}".encode()).hexdigest()
+
+
 def _input_files(source, corpus_dir: Path) -> list[Path] | None:
     if source.format in SWORD_FORMATS:
         library = source.path if source.path is not None else sword_library(corpus_dir)
