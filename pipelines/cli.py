@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--part", choices=["dev", "test", "all"], default="all",
                           help="score the set's dev part (tune on it), its test part (report it) or all of it; "
                                "the parts are fixed by a hash of each query's id")
+    evaluate.add_argument("--baselines", action="store_true",
+                          help="also score plain verse-vector, verse-BM25, verse-hybrid and chapter-vector designs "
+                               "on the same index version")
 
     index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
     index.add_argument("action", choices=["list", "switch", "rollback", "prune"])
@@ -281,12 +284,21 @@ def _eval(args) -> int:
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
-        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode)
+        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines)
     report["part"] = args.part
     overall = {"part": args.part, **report["overall"]}
     text = "\n".join(f"{metric:<20} {value if value is not None else '-'}" for metric, value in overall.items())
+    if args.baselines:
+        text += "\n\n" + _baselines_table(report["overall"], report["baselines"])
     _print(args, report, text)
     return 0
+
+
+def _baselines_table(lectio: dict, baselines: dict) -> str:
+    metrics = ("recall@20", "mrr", "precision@5", "ndcg@10", "budget_recall@1000")
+    rows = [("system", *metrics), *[(name, *(overall.get(m) for m in metrics))
+                                    for name, overall in {"lectio": lectio, **baselines}.items()]]
+    return "\n".join(f"{r[0]:<16}" + "".join(f"{'-' if v is None else v:>20}" for v in r[1:]) for r in rows)
 
 
 def _index(args) -> int:

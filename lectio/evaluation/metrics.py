@@ -126,8 +126,10 @@ def _latency(milliseconds: list[float]) -> dict[str, float | None]:
     return {"p50": at(0.5), "p95": at(0.95), "max": round(ordered[-1], 1)}
 
 
-def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid") -> dict:
-    """Score one index version (default: the live one) with the same search users get."""
+def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid",
+                   baselines: bool = False) -> dict:
+    """Score one index version (default: the live one) with the same search users get; with
+    `baselines`, also the plain designs of lectio.evaluation.baselines on the same version."""
     from lectio.embedding.model import Embedder
     from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
 
@@ -155,4 +157,17 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     report = evaluate(labelled, retrieve, k)
     report["index_version"] = version
     report["mode"] = mode
+    if baselines:
+        report["baselines"] = _baselines(conn, labelled, version, embedder, k)
     return report
+
+
+def _baselines(conn, labelled: list[LabelledQuery], version: str | None, embedder, k: int) -> dict[str, dict]:
+    """`overall` of each plain design (lectio.evaluation.baselines) on the same queries and version."""
+    from lectio.evaluation.baselines import BASELINES, Baselines, query_terms
+    from lectio.index import store
+
+    plain = Baselines(conn, version or store.live_version(conn), embedder)
+    terms = {q.id: query_terms(conn, q.query) for q in labelled}
+    return {name: evaluate(labelled, lambda q, name=name: plain.retrieve(name, q.query, terms[q.id], k), k)["overall"]
+            for name in BASELINES}
