@@ -272,12 +272,14 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
 
 DAGSTER_SOURCES = """\
 sources:
-  - {{id: staff-guide, kind: document, format: markdown, path: staff_guide.md,
+  - {{id: dq-guide, kind: document, format: markdown, path: staff_guide.md,
      title: Study Group Leader Guide, effective_date: "2026-01-01", acl: [{staff_acl}]}}
-  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: alice.jsonl,
+  - {{id: dq-notes, kind: notes, format: notes-jsonl, path: alice.jsonl,
      title: Alice's study notes, acl: ["user:alice"]}}
 """
 INGEST = ["raw_texts", "parsed_structure", "chunks", "embeddings"]
+# Source ids of their own: building an index under a narrowed ACL revokes every version of the
+# database that shows more, and the session's live index has a staff-guide of its own.
 
 
 def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, tmp_path):
@@ -298,7 +300,7 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
         return materialize([*defs.assets, *defs.asset_checks], selection=selection, partition_key=partition_key,
                            resources=resources, instance=instance, raise_on_error=False)
 
-    for partition in ("staff-guide", "notes-alice"):
+    for partition in ("dq-guide", "dq-notes"):
         result = run(before, AssetSelection.assets(*INGEST), partition)
         assert result.success
         evaluations = result.get_asset_check_evaluations()
@@ -307,16 +309,16 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
         permission = next(e for e in evaluations if e.check_name == "permission_tags")
         assert permission.metadata["great_expectations"].value[0]["success"]
 
-    stored = tmp_path / "storage" / "chunks" / "staff-guide"
+    stored = tmp_path / "storage" / "chunks" / "dq-guide"
     frame = pickle.loads(stored.read_bytes())
     frame.at[frame.index[0], "acl"] = ["group:staff", "public"]
     stored.write_bytes(pickle.dumps(frame))
     checks_then_embed = AssetSelection.checks_for_assets(AssetKey("chunks")) | AssetSelection.assets("embeddings")
-    result = run(before, checks_then_embed, "staff-guide")
+    result = run(before, checks_then_embed, "dq-guide")
     assert not result.success
     failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert set(failed) == {"permission_tags"}
-    assert failed["permission_tags"].metadata["source"].value == "staff-guide"
+    assert failed["permission_tags"].metadata["source"].value == "dq-guide"
     assert "more visible" in failed["permission_tags"].description
     # The blocking check kept embeddings from running for the source.
     assert AssetKey("embeddings") not in {e.asset_key for e in result.get_asset_materialization_events()}
@@ -327,8 +329,8 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
     result = run(after, AssetSelection.assets("search_index"))
     assert result.success
     metadata = result.asset_materializations_for_node("search_index")[0].metadata
-    assert "staff-guide: permission_tags" in metadata["quality_failures"].value
-    assert metadata["sources"].value == "notes-alice" and metadata["live"].value is False
+    assert "dq-guide: permission_tags" in metadata["quality_failures"].value
+    assert metadata["sources"].value == "dq-notes" and metadata["live"].value is False
     assert store.live_version(conn) == live_before
     rows = next(e for e in result.get_asset_check_evaluations() if e.check_name == "index_row_count")
     assert rows.passed
