@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
     parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
+    parser.add_argument("--service-queries", type=int, default=40, help="queries each client sends (default 40)")
     args = parser.parse_args()
 
     def is_reference(text: str) -> bool:
@@ -115,7 +116,8 @@ def main() -> None:
         "candidates": candidates,
         "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
         "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
-        "service": concurrency(queries, [int(c) for c in args.clients.split(",") if c.strip()], args.k),
+        "service": concurrency(queries[: args.service_queries], [int(c) for c in args.clients.split(",") if c.strip()],
+                               args.k),
     }, indent=2))
 
 

@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--part", choices=["dev", "test", "all"], default="all",
                           help="score the set's dev part (tune on it), its test part (report it) or all of it; "
                                "the parts are fixed by a hash of each query's id")
+    evaluate.add_argument("--prominence", type=float, metavar="WEIGHT",
+                          help="the citation prior's weight for this evaluation (to compare on a dev part)")
     evaluate.add_argument("--baselines", action="store_true",
                           help="also score plain verse-vector, verse-BM25, verse-hybrid and chapter-vector designs "
                                "on the same index version")
@@ -284,7 +286,11 @@ def _eval(args) -> int:
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
-        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines)
+        from lectio.retrieval.config import SearchConfig
+
+        config = SearchConfig(mode=args.mode, **({} if args.prominence is None else {"prominence_weight": args.prominence}))
+        report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines,
+                                config=config)
     report["part"] = args.part
     overall = {"part": args.part, **report["overall"]}
     text = "\n".join(f"{metric:<20} {value if value is not None else '-'}" for metric, value in overall.items())

@@ -127,13 +127,13 @@ def _latency(milliseconds: list[float]) -> dict[str, float | None]:
 
 
 def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid",
-                   baselines: bool = False) -> dict:
+                   baselines: bool = False, config=None) -> dict:
     """Score one index version (default: the live one) with the same search users get; with
     `baselines`, also the plain designs of lectio.evaluation.baselines on the same version."""
     from lectio.embedding.model import Embedder
     from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
 
-    embedder, config = Embedder(), SearchConfig(mode=mode)
+    embedder, config = Embedder(), config or SearchConfig(mode=mode)
     labelled = [
         LabelledQuery(
             id=q.id,
