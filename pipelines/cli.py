@@ -356,9 +356,10 @@ def _refuse_if_exposing(conn, version: str, settings) -> None:
     and refused with the sources that make it so."""
     if store.get_version(conn, version) is None:
         raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
-    exposed = revocation.exposures(conn, version, granted(load_sources(settings.sources_file)))
+    allowed = granted(load_sources(settings.sources_file))
+    exposed = revocation.exposures(conn, version, allowed)
     if exposed:
-        revocation.revoke_exposing(conn, granted(load_sources(settings.sources_file)))
+        revocation.revoke_exposing(conn, allowed)
         raise ValueError(f"index version {version} is revoked and is never served: {revocation.describe_exposure(exposed)}")
     info = store.get_version(conn, version)
     if info.status == "revoked":

@@ -23,6 +23,7 @@ def test_nothing_changed_nothing_done_and_one_change_reruns_one_source(home):  #
     assert ingest_runs() == before  # no source went through ingest
     assert not again.failed and again.index["version"] == first.index["version"] and again.index["live"]
     assert all(o.facts["embeddings"]["embedded"] == 0 for o in again.sources)
+    assert first.model_seconds > 0 and again.model_seconds == 0  # the report's model/other split
 
     notes = home.folder / "alice.jsonl"
     notes.write_text(notes.read_text() + '{"id": "n-new", "ref": "Psalm 23:1", "text": "A new note."}\n')
