@@ -95,7 +95,8 @@ _CHUNK_COLUMNS = [
 # ensure_schema then migrates once and every later call costs one read.
 # 2: principals reach row-level security as a signed token (lectio.index.security); existing
 #    version tables get the new policy. 'revoked' versions.
-SCHEMA_VERSION = 2
+# 3: the policy in a form the planner plans around (lectio.index.security._POLICY).
+SCHEMA_VERSION = 3
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
