@@ -141,9 +141,6 @@ def _run(args) -> int:
     try:
         report = run_main(settings, echo=(lambda _: None) if args.json else print, switch_live=not args.candidate)
         remember_sources(settings)
-    except store.WriterBusy as exc:
-        print(f"lectio run: {exc}", file=sys.stderr)
-        return 2
     except Interrupted as exc:
         print(f"lectio run: interrupted, {exc}", file=sys.stderr)
         return 130
@@ -199,9 +196,8 @@ def _search(args) -> int:
     settings = load_settings()
     filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
                       tradition=args.tradition, tier=args.tier)
-    for name, value in vars(filters).items():
-        if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
-            raise ValueError(f"--{name} must be a word or phrase on one line, got {value!r}")
+    if problem := filters.problem():
+        raise ValueError(f"--{problem}")
     if args.k < 1:
         print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
         return 2
@@ -354,14 +350,14 @@ def _index(args) -> int:
 def _refuse_if_exposing(conn, version: str, settings) -> None:
     """A version that shows chunks more widely than the sources file now allows is revoked here,
     and refused with the sources that make it so."""
-    if store.get_version(conn, version) is None:
+    info = store.get_version(conn, version)
+    if info is None:
         raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
     allowed = granted(load_sources(settings.sources_file))
     exposed = revocation.exposures(conn, version, allowed)
     if exposed:
         revocation.revoke_exposing(conn, allowed)
         raise ValueError(f"index version {version} is revoked and is never served: {revocation.describe_exposure(exposed)}")
-    info = store.get_version(conn, version)
     if info.status == "revoked":
         raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
 

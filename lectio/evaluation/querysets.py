@@ -118,9 +118,8 @@ def _parse(line: str, default_id: str) -> Query:
     unknown = sorted(set(filters) - set(FILTERS))
     if unknown:
         raise ValueError(f'"filters": unknown key(s) {", ".join(unknown)}; search filters by {", ".join(FILTERS)}')
-    for name, value in filters.items():
-        if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 for c in value):
-            raise ValueError(f'"filters": {name} must be a non-empty line of text, got {value!r}')
+    if problem := Filters(**filters).problem():
+        raise ValueError(f'"filters": {problem}')
 
     values: dict[str, tuple[str, ...]] = {}
     for name in (*REF_FIELDS, *TEXT_FIELDS):

@@ -22,14 +22,14 @@ from typing import Iterable
 import psycopg
 from psycopg import sql
 
-from lectio.sources import check_principals
+from lectio.sources import PRINCIPAL, check_principals
 
 READER_ROLE = "lectio_reader"
 # A token is minted per transaction; five minutes covers the slowest search with room to spare,
 # and bounds what a token that leaks (a log line, a process listing) is good for.
 TOKEN_SECONDS = 300
-# Kept in step with lectio.sources.PRINCIPAL: the database refuses to sign what lectio would refuse.
-_PRINCIPAL_SQL = r"^(public|[a-z][a-z0-9_-]*:[A-Za-z0-9][A-Za-z0-9_.@+-]*)$"
+# The database refuses to sign what lectio would refuse (the pattern reads the same in PostgreSQL).
+_PRINCIPAL_SQL = PRINCIPAL.pattern
 
 SCHEMA = rf"""
 CREATE TABLE IF NOT EXISTS lectio_secret (

@@ -227,9 +227,6 @@ class WriterBusy(RuntimeError):
     pass
 
 
-# Kept under its old name: a migration is one kind of writer.
-MigrationRunning = WriterBusy
-
 
 @contextmanager
 def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator[None]:
@@ -247,10 +244,6 @@ def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator
             conn.execute("SELECT pg_advisory_unlock(%s)", (_WRITER_LOCK,))
         except psycopg.Error:
             pass  # a broken connection: the session, and with it the lock, is gone anyway
-
-
-def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
-    return writer_lock(conn, "this migration")
 
 
 def previous_version(conn: psycopg.Connection) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ class RawText:
 # file past it is more likely a mistake (a dump, a binary) than a text, and would take minutes
 # and gigabytes to chunk before anyone heard of it.
 MAX_FILE_BYTES = 16 * 2**20
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 def hash_parts(parts) -> str:
@@ -63,10 +65,11 @@ def unstorable(text: str) -> str | None:
     """Where `text` holds what PostgreSQL text cannot store or the tokenizer cannot read (a NUL,
     a lone UTF-16 surrogate, as a JSON escape can make), as "line N: …"; None when it holds none.
     Caught when the source is read, so that one source fails alone, not the whole index build."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if "\x00" in line:
-            return f"line {number}: holds a NUL byte (\\x00), which cannot be stored"
-        for column, char in enumerate(line, start=1):
-            if "\ud800" <= char <= "\udfff":
-                return f"line {number}: holds a lone surrogate (U+{ord(char):04X}) at column {column}, which is not text"
-    return None
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    if found.group() == "\x00":
+        return f"line {line}: holds a NUL byte (\\x00), which cannot be stored"
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    return f"line {line}: holds a lone surrogate (U+{ord(found.group()):04X}) at column {column}, which is not text"

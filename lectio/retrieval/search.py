@@ -126,6 +126,16 @@ class Filters:
     tradition: str | None = None
     tier: str | None = None
 
+    def problem(self) -> str | None:
+        """The first value no search can mean (not text, blank, or holding a control character),
+        as "<field> must be …"; None when every value is usable. Every way in (CLI, service, query
+        sets) asks this, so they refuse the same things."""
+        for name, value in vars(self).items():
+            if value is not None and (not isinstance(value, str) or not value.strip()
+                                      or any(ord(c) < 32 for c in value)):
+                return f"{name} must be a non-empty line of text, got {value!r}"
+        return None
+
 
 _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
 

@@ -83,9 +83,8 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         principals = verifier.principals(request.headers.get("authorization"))
         filters = Filters(kind=kind, translation=translation, testament=testament, genre=genre,
                           tradition=tradition, tier=tier)
-        for name, value in vars(filters).items():
-            if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
-                return JSONResponse({"error": f"{name} must be a word or phrase on one line"}, status_code=400)
+        if problem := filters.problem():
+            return JSONResponse({"error": problem}, status_code=400)
         started = time.perf_counter()
         try:
             response = state["pool"].run(lambda conn: search(

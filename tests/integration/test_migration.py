@@ -503,7 +503,7 @@ def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
     sources = home.sources("second", ", rules: {paragraph_context_sentences: 0}")
     with home.connect() as conn, home.connect() as first:
         versions_before = len(store.list_versions(conn))
-        with store.migration_lock(first):  # a migration in progress
+        with store.writer_lock(first, "a test's migration"):  # a migration in progress
             capsys.readouterr()
             code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES)])
             assert code == 2
@@ -513,7 +513,7 @@ def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
 
 def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, capsys):
     with home.connect() as conn, home.connect() as migrating:
-        with store.migration_lock(migrating):
+        with store.writer_lock(migrating, "a test's migration"):
             capsys.readouterr()
             assert cli(["index", "prune", "--keep", "0"]) == 2
             assert "another lectio run, migration or index change is writing" in capsys.readouterr().err
