@@ -9,10 +9,14 @@ the vector side of hybrid search takes (100). Every search goes through `lectio.
 as users get it: the reader role, row-level security, the default filters and clauses.
 
 Also p50/p95 of vector-only and lexical-only search (the ratio hybrid/vector is the price of
-fusion), and a concurrency run against `lectio serve` over loopback: 1, 2, 4 and 8 clients,
-throughput and p95 per level.
+fusion); BM25 read from the version's postings against BM25 scoring every chunk that holds a
+query word (the way before postings), on the same version: the latency ratio, how many of the
+exact top candidates the postings find, and whether their scores are the same; and a
+concurrency run against `lectio serve` over loopback: 1, 2, 4 and 8 clients, throughput and p95
+per level.
 
-    LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--ef 400]
+    LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--part dev]
+        [--ef 400] [--depth 4000 --rescored 400]
 """
 
 from __future__ import annotations
@@ -27,9 +31,12 @@ from psycopg import sql
 from lectio.index import store
 from lectio.index.database import ensure_database
 from lectio.embedding.model import Embedder
-from lectio.evaluation.querysets import load_queries
+from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import UnknownReference, parse_reference
-from lectio.retrieval.search import SearchConfig, search
+from lectio.index import security
+from lectio.retrieval.candidates import lexical_candidates
+from lectio.retrieval.expansion import expansions
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, SearchConfig, _Filters, search
 from lectio.settings import load_settings
 
 
@@ -63,6 +70,10 @@ def main() -> None:
     parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
     parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
     parser.add_argument("--service-queries", type=int, default=40, help="queries each client sends (default 40)")
+    parser.add_argument("--index", help="index version (default: the live one)")
+    parser.add_argument("--part", choices=("dev", "test", "all"), default="all", help="which part of the query set")
+    parser.add_argument("--depth", type=int, default=SearchConfig().lexical_depth, help="postings read per query word")
+    parser.add_argument("--rescored", type=int, default=SearchConfig().lexical_rescored, help="chunks scored in full")
     args = parser.parse_args()
 
     def is_reference(text: str) -> bool:
@@ -71,23 +82,23 @@ def main() -> None:
         except UnknownReference:
             return True
 
-    queries = [q.query for q in load_queries(args.queries) if not is_reference(q.query)]
+    queries = [q.query for q in select_part(load_queries(args.queries), args.part) if not is_reference(q.query)]
     embedder = Embedder()
     vectors = embedder.encode(queries)
     with ensure_database(load_settings()).connect() as conn:
         store.ensure_schema(conn)
-        version = store.get_version(conn, store.live_version(conn))
-        search(conn, queries[0], k=args.k, embedder=embedder)  # warm caches
+        version = store.get_version(conn, args.index)
+        search(conn, queries[0], k=args.k, embedder=embedder, version=version.version)  # warm caches
         hybrid, hnsw, exact, recalls, candidate_recalls = [], [], [], [], []
         vector_only, lexical_only = [], []
         candidates = SearchConfig().candidates
         for query, vector in zip(queries, vectors):
             started = time.perf_counter()
-            search(conn, query, k=args.k, embedder=embedder)
+            search(conn, query, k=args.k, embedder=embedder, version=version.version)
             hybrid.append(time.perf_counter() - started)
             for mode, times in (("vector", vector_only), ("lexical", lexical_only)):
                 started = time.perf_counter()
-                search(conn, query, k=args.k, embedder=embedder, config=SearchConfig(mode=mode))
+                search(conn, query, k=args.k, embedder=embedder, version=version.version, config=SearchConfig(mode=mode))
                 times.append(time.perf_counter() - started)
             approx_ids, t_hnsw = top_ids(conn, version.table_name, vector, args.k, False, args.ef)
             exact_ids, t_exact = top_ids(conn, version.table_name, vector, args.k, True, args.ef)
@@ -116,9 +127,43 @@ def main() -> None:
         "candidates": candidates,
         "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
         "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
+        "bm25": postings_against_scan(conn, version, queries, SearchConfig(lexical_depth=args.depth,
+                                                                           lexical_rescored=args.rescored)),
         "service": concurrency(queries[: args.service_queries], [int(c) for c in args.clients.split(",") if c.strip()],
                                args.k),
     }, indent=2))
+
+
+def postings_against_scan(conn, version, queries: list[str], config: SearchConfig) -> dict:
+    """BM25 candidates of each query both ways on one version, as the reader with public's view
+    and the default filters: what the postings find of the full scan's, and at what cost."""
+    if (version.layout or 0) < 7:
+        return {"skipped": f"{version.version} was built before postings (layout {version.layout})"}
+    filters = _Filters(DEFAULT_PRINCIPALS, Filters())
+    where, params = filters.where(DEFAULT_TRANSLATION)
+    read_times, scan_times, found, differences = [], [], [], []
+    for query in queries:
+        extra = " ".join(expansions(query))
+        with conn.transaction():
+            security.act_as_reader(conn, DEFAULT_PRINCIPALS)
+            started = time.perf_counter()
+            read = lexical_candidates(conn, version.table_name, query, extra, where, params, config, version.layout, where)
+            read_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            scanned = lexical_candidates(conn, version.table_name, query, extra, where, params, config, None)
+            scan_times.append(time.perf_counter() - started)
+        exact = dict(scanned)
+        found.append(len(set(exact) & {chunk_id for chunk_id, _ in read}) / max(1, len(exact)))
+        differences += [abs(score - exact[chunk_id]) for chunk_id, score in read if chunk_id in exact]
+    ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
+    return {
+        "depth": config.lexical_depth, "rescored": config.lexical_rescored,
+        "postings_ms_p50": ms(read_times, 50), "postings_ms_p95": ms(read_times, 95),
+        "scan_ms_p50": ms(scan_times, 50), "scan_ms_p95": ms(scan_times, 95),
+        "scan_over_postings_p50": round(statistics.median(scan_times) / statistics.median(read_times), 1),
+        "found_of_scan_top": round(statistics.mean(found), 4), "found_of_scan_top_min": round(min(found), 4),
+        "max_score_difference": max(differences, default=0.0),
+    }
 
 
 def concurrency(queries: list[str], levels: list[int], k: int) -> list[dict]:

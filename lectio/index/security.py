@@ -162,6 +162,7 @@ def sign(conn: psycopg.Connection, principals: Iterable[str], seconds: int = TOK
 def act_as_reader(conn: psycopg.Connection, principals: Iterable[str]) -> None:
     """For the rest of the current transaction: the reader role, seeing what `principals` may.
     The token is signed while still the owner; the reader could not sign one."""
-    conn.execute("SELECT set_config('lectio.principals', lectio_sign_principals(%s::text[], %s), true)",
-                 (list(check_principals(principals)), TOKEN_SECONDS))
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(READER_ROLE)))
+    # One statement, one round trip: set_config runs in order, so the token is signed first.
+    conn.execute("SELECT set_config('lectio.principals', lectio_sign_principals(%s::text[], %s), true), "
+                 "set_config('role', %s, true)",
+                 (list(check_principals(principals)), TOKEN_SECONDS, READER_ROLE))

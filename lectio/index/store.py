@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from lectio.index import citations as prominence
-from lectio.index import security, xrefs
+from lectio.index import postings, security, xrefs
 from lectio.embedding.cache import CACHE_SCHEMA
 from lectio.embedding.model import DIMENSIONS
 
@@ -29,7 +29,8 @@ from lectio.embedding.model import DIMENSIONS
 # 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
 # 5: BM25 document frequencies from public chunks only.
 # 6: how often the corpus cites each verse (lectio.index.citations).
-INDEX_LAYOUT = 6
+# 7: BM25 postings (lectio.index.postings) and pericope title words stored with the chunk.
+INDEX_LAYOUT = 7
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 
@@ -56,6 +57,8 @@ ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS avg_doc_lexemes double preci
 -- can be compared with the sources file as it stands without reading its table.
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS source_acls jsonb;
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS revoked_reason text;
+-- The INDEX_LAYOUT a version was built with: searches use what its tables hold (NULL: before 7).
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS layout integer;
 CREATE TABLE IF NOT EXISTS live_index (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version text NOT NULL REFERENCES index_versions (version),
@@ -96,7 +99,8 @@ _CHUNK_COLUMNS = [
 # 2: principals reach row-level security as a signed token (lectio.index.security); existing
 #    version tables get the new policy. 'revoked' versions.
 # 3: the policy in a form the planner plans around (lectio.index.security._POLICY).
-SCHEMA_VERSION = 3
+# 4: index_versions.layout, and versions' postings tables protected.
+SCHEMA_VERSION = 4
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
@@ -127,7 +131,7 @@ def _migrate_schema(conn: psycopg.Connection) -> None:
     # The reader needs a version's table and its BM25 statistics, not which sources it holds or
     # how they score: those columns stay the owner's.
     conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
-    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, rows, avg_doc_lexemes) ON index_versions TO {}")
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, rows, avg_doc_lexemes, layout) ON index_versions TO {}")
                  .format(reader))
     conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
     # Versions built under an older policy get the current one.
@@ -156,6 +160,7 @@ class IndexVersion:
     metrics: dict[str, Any]
     live: bool
     revoked_reason: str | None = None
+    layout: int | None = None  # INDEX_LAYOUT it was built with; None before 7
 
 
 def source_fingerprints(chunks: pd.DataFrame) -> dict[str, str]:
@@ -176,14 +181,27 @@ def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
 def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
     live = live_version(conn)
     rows = conn.execute(
-        "SELECT version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, revoked_reason "
-        "FROM index_versions ORDER BY created_at, version"
+        f"SELECT {_VERSION_COLUMNS} FROM index_versions ORDER BY created_at, version"
     ).fetchall()
-    return [IndexVersion(*row[:-1], live=(row[0] == live), revoked_reason=row[-1]) for row in rows]
+    return [_version(row, live) for row in rows]
 
 
-def get_version(conn: psycopg.Connection, version: str) -> IndexVersion | None:
-    return next((v for v in list_versions(conn) if v.version == version), None)
+_VERSION_COLUMNS = "version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, revoked_reason, layout"
+
+
+def _version(row: tuple, live: str | None) -> IndexVersion:
+    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10])
+
+
+def get_version(conn: psycopg.Connection, version: str | None = None) -> IndexVersion | None:
+    """A version's record (the live one when `version` is None), in one read: searches ask this
+    first, so it must cost one round trip."""
+    row = conn.execute(
+        f"SELECT {_VERSION_COLUMNS}, (SELECT version FROM live_index) FROM index_versions "
+        "WHERE version = coalesce(%s, (SELECT version FROM live_index))",
+        (version,),
+    ).fetchone()
+    return _version(row[:-1], row[-1]) if row else None
 
 
 def live_version(conn: psycopg.Connection) -> str | None:
@@ -354,10 +372,10 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
             rows = _load_table(conn, table, chunks, model_id)
             conn.execute(
                 sql.SQL(
-                    "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s, "
+                    "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s, layout = %s, "
                     "avg_doc_lexemes = (SELECT avg(length(tsv)) FROM {}) WHERE version = %s"
                 ).format(sql.Identifier(table)),
-                (rows, time.monotonic() - started, version),
+                (rows, time.monotonic() - started, INDEX_LAYOUT, version),
             )
     except BaseException:
         # The table was created in the rolled-back transaction; only the record remains.
@@ -388,6 +406,8 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
                 embedding vector({dims}) NOT NULL,
                 tsv tsvector GENERATED ALWAYS AS
                     (to_tsvector('english', coalesce(title, '') || ' ' || text)) STORED,
+                title_words text[] GENERATED ALWAYS AS
+                    (tsvector_to_array(to_tsvector('english', coalesce(title, '')))) STORED,
                 PRIMARY KEY (chunk_id))"""
         ).format(table=ident, columns=column_defs, dims=sql.Literal(DIMENSIONS))
     )
@@ -413,6 +433,8 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     )
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
+    # Pericopes by the words of their titles (lectio.retrieval.candidates.title_candidates).
+    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (title_words) WHERE granularity = 'pericope'").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
     conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
     # Verses by the Strong's numbers of their words (word studies, lectio.retrieval.word_study).
@@ -426,6 +448,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
             lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
+    postings.build(conn, table)
     cited = xrefs.citations_by_chunk(chunks)
     xrefs.build(conn, table, chunks, cited)
     prominence.build(conn, table, chunks, cited)
@@ -441,7 +464,7 @@ def _source_acls(chunks: pd.DataFrame) -> dict[str, list[str]]:
 def _protect(conn: psycopg.Connection, table: str) -> None:
     """Row-level security on a version's chunks and its cross-reference edges (lectio.index.security).
     The BM25 word statistics and the citation counts come from public chunks only and are readable."""
-    protected = [table] + ([xrefs.table_name(table)] if table_exists(conn, xrefs.table_name(table)) else [])
+    protected = [table] + [t for t in (xrefs.table_name(table), postings.table_name(table)) if table_exists(conn, t)]
     readable = [t for t in (lexicon_table(table), prominence.table_name(table)) if table_exists(conn, t)]
     security.protect(conn, protected, readable)
 
@@ -452,7 +475,7 @@ def table_exists(conn: psycopg.Connection, table: str) -> bool:
 
 def _companions(table: str) -> tuple[str, ...]:
     """The tables built beside a version's chunk table, dropped with it."""
-    return (lexicon_table(table), xrefs.table_name(table), prominence.table_name(table))
+    return (lexicon_table(table), xrefs.table_name(table), prominence.table_name(table), postings.table_name(table))
 
 
 def lexicon_table(chunk_table: str) -> str:

@@ -10,6 +10,7 @@ import math
 from psycopg import sql
 
 from lectio.index import citations as prominence
+from lectio.index import postings
 from lectio.index import store
 from lectio.index import xrefs
 from lectio.retrieval.config import SearchConfig
@@ -29,7 +30,7 @@ def fuse(lists: list[tuple[float, list[tuple[str, float]]]], rrf_k: int) -> list
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
-def xref_candidates(conn, table_name, seeds, vector, where, params, config: SearchConfig):
+def xref_candidates(conn, table_name, seeds, vector, where, params, config: SearchConfig, layout: int | None = None):
     """Verses linked to the best hits' passages, best first by similarity to the query plus a
     boost for the link (halved at depth 2): a linked verse that is also close to the query ranks
     above one that is only one of the two."""
@@ -39,7 +40,7 @@ def xref_candidates(conn, table_name, seeds, vector, where, params, config: Sear
         [[chunk_id for chunk_id, _ in seeds], xrefs.MAX_LINKED_VERSES],
     ).fetchall()
     refs = [ref for (row_refs,) in seed_refs for ref in row_refs]
-    if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [xrefs.table_name(table_name)]).fetchone()[0]:
+    if layout is None and not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [xrefs.table_name(table_name)]).fetchone()[0]:
         return []  # a version built before the graph existed (index layout < 4)
     found = xrefs.linked(conn, table_name, refs, config.xref_depth) if refs else {}
     if not found:
@@ -59,12 +60,13 @@ def xref_candidates(conn, table_name, seeds, vector, where, params, config: Sear
 
 def vector_candidates(conn, table_name, vector, where, params, config: SearchConfig):
     table = sql.Identifier(table_name)
+    # pgvector accepts at most 1,000; past that the iterative scan below supplies the rest. Filters
+    # apply after the HNSW scan; iterative scans keep going until enough rows pass. Both set in one
+    # statement, for this transaction only.
+    ef_search = min(max(config.ef_search, config.candidates), 1000)
     with conn.transaction():
-        # pgvector accepts at most 1,000; past that the iterative scan below supplies the rest.
-        ef_search = min(max(config.ef_search, config.candidates), 1000)
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
-        # Filters apply after the HNSW scan; iterative scans keep going until enough rows pass.
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                     (str(ef_search),))
         rows = conn.execute(
             sql.SQL("SELECT chunk_id, embedding <=> %(v)s AS distance FROM {table} WHERE {where} "
                     "ORDER BY embedding <=> %(v)s LIMIT %(limit)s").format(table=table, where=where),
@@ -77,60 +79,100 @@ def vector_candidates(conn, table_name, vector, where, params, config: SearchCon
     return sorted(((chunk_id, 1 - distance) for chunk_id, distance in rows), key=lambda r: -r[1])
 
 
-def lexical_candidates(conn, table_name, query, extra: str, where, params, config: SearchConfig):
-    """BM25 over the version's full-text index: any query word may match, rarer words weigh more,
-    and long chunks do not win by length alone. Words of `extra` (the query's expansions) count
-    at `expansion_weight`."""
-    table, lexicon = sql.Identifier(table_name), sql.Identifier(store.lexicon_table(table_name))
+# The query's words, each with its weight (expansion words count less), and the version's
+# statistics: shared by both ways of finding BM25 candidates.
+_TERMS = """
+    terms AS (SELECT lexeme, max(w) AS w FROM (
+                 SELECT lexeme, 1.0 AS w FROM unnest(to_tsvector('english', %(query)s))
+                 UNION ALL
+                 SELECT lexeme, %(ew)s FROM unnest(to_tsvector('english', %(extra)s))) t
+              GROUP BY lexeme),
+    stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %(table)s)
+"""
+
+# Versions built before postings existed: every chunk that holds any query word.
+_MATCHING = """
+    q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(query)s || ' ' || %(extra)s)::text,
+                                               ' & ', ' | ')) AS q),
+    candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
+"""
+
+# The best `depth` postings of each query word, summed; the best `rescored` of those chunks are
+# scored in full below. A word rarer than `depth` chunks is read whole.
+_BEST_POSTINGS = """
+    weighted AS (SELECT t.lexeme, t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5)) AS wi
+                 FROM terms t CROSS JOIN stats s LEFT JOIN {lexicon} l ON l.word = t.lexeme),
+    best AS (SELECT p.chunk_id FROM weighted w
+             CROSS JOIN LATERAL (SELECT chunk_id, impact FROM {postings}
+                                 WHERE term = w.lexeme AND {posting_filter}
+                                 ORDER BY impact DESC LIMIT %(depth)s) p
+             GROUP BY p.chunk_id ORDER BY sum(w.wi * p.impact) DESC, p.chunk_id LIMIT %(rescored)s),
+    candidates AS (SELECT chunk_id, tsv FROM {table} WHERE chunk_id IN (SELECT chunk_id FROM best) AND {where})
+"""
+
+# Filters on columns postings lack (testament, genre, a commentary's tradition) are checked on the
+# posting's chunk while reading, so a word's best postings are its best among what may be returned.
+_ON_CHUNK = "EXISTS (SELECT 1 FROM {table} c WHERE c.chunk_id = {postings}.chunk_id AND {where})"
+
+# BM25 of each candidate, from its own full-text vector: the same score whichever way it was found.
+_SCORED = """
+    SELECT c.chunk_id,
+           sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5))
+               * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
+    FROM candidates c
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
+    JOIN terms t ON t.lexeme = u.lexeme
+    LEFT JOIN {lexicon} l ON l.word = u.lexeme
+    GROUP BY c.chunk_id
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(limit)s
+"""
+
+
+def lexical_candidates(conn, table_name, query, extra: str, where, params, config: SearchConfig,
+                       layout: int | None = None, posting_filter=None):
+    """BM25 over the version's words: any query word may match, rarer words weigh more, and long
+    chunks do not win by length alone. Words of `extra` (the query's expansions) count at
+    `expansion_weight`. With postings (layout 7), `posting_filter` is `where` in the postings'
+    own columns (lectio.index.postings.FILTER_COLUMNS), or None when the filters need the chunk."""
+    if (layout or 0) >= 7:
+        found = _BEST_POSTINGS.replace("{posting_filter}", _ON_CHUNK if posting_filter is None else "{posting_filter}")
+    else:
+        found = _MATCHING
+    statement = sql.SQL("WITH " + _TERMS + "," + found + _SCORED).format(
+        table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(store.lexicon_table(table_name)),
+        postings=sql.Identifier(postings.table_name(table_name)), posting_filter=posting_filter or sql.SQL(""),
+        k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b))
     rows = conn.execute(
-        sql.SQL(
-            """
-            WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(query)s || ' ' || %(extra)s)::text,
-                                                            ' & ', ' | ')) AS q),
-                 terms AS (SELECT lexeme, max(w) AS w FROM (
-                              SELECT lexeme, 1.0 AS w FROM unnest(to_tsvector('english', %(query)s))
-                              UNION ALL
-                              SELECT lexeme, %(ew)s FROM unnest(to_tsvector('english', %(extra)s))) t
-                           GROUP BY lexeme),
-                 stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %(table)s),
-                 candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
-            SELECT c.chunk_id,
-                   sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5))
-                       * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
-            FROM candidates c
-            CROSS JOIN stats s
-            CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
-            JOIN terms t ON t.lexeme = u.lexeme
-            LEFT JOIN {lexicon} l ON l.word = u.lexeme
-            GROUP BY c.chunk_id
-            ORDER BY score DESC, c.chunk_id
-            LIMIT %(limit)s
-            """
-        ).format(table=table, where=where, lexicon=lexicon, k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b)),
-        {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name,
-         **params, "limit": config.candidates},
+        statement,
+        {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name, **params,
+         "limit": config.candidates, "depth": config.lexical_depth, "rescored": config.lexical_rescored},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]
 
 
-def title_candidates(conn, table_name, query, where, params, config: SearchConfig):
+def title_candidates(conn, table_name, query, where, params, config: SearchConfig, layout: int | None = None):
     """Pericopes whose title the query names: most of the title's words are in the query and
     most of the query's words are in the title ("the Lord's Prayer", "crossing the Red Sea")."""
+    # Versions of layout 7 store each title's words (and index them); older ones are read whole.
+    words = "title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
     rows = conn.execute(
         sql.SQL(
             """
-            WITH q AS (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(query)s))) AS words),
-                 titled AS (SELECT chunk_id, array(SELECT lexeme FROM unnest(to_tsvector('english', title))) AS words
-                            FROM {table} WHERE granularity = 'pericope' AND {where}),
+            WITH q AS (SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS words),
+                 titled AS (SELECT chunk_id, words FROM (SELECT chunk_id, {words} AS words FROM {table}
+                                                         WHERE granularity = 'pericope' AND {where}) t
+                            WHERE t.words && (SELECT words FROM q)),
                  scored AS (SELECT chunk_id,
                                    cardinality(array(SELECT unnest(t.words) INTERSECT SELECT unnest(q.words)))::float AS shared,
                                    cardinality(t.words) AS title_words, cardinality(q.words) AS query_words
-                            FROM titled t, q WHERE t.words && q.words)
+                            FROM titled t, q)
             SELECT chunk_id, (shared / title_words) * (shared / query_words) AS score
             FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= 0.5
             ORDER BY score DESC, chunk_id LIMIT %(limit)s
             """
-        ).format(table=sql.Identifier(table_name), where=where),
+        ).format(table=sql.Identifier(table_name), where=where, words=sql.SQL(words)),
         {"query": query, **params, "limit": config.candidates},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lectio.index.postings import BM25_B, BM25_K1
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -21,8 +23,14 @@ class SearchConfig:
     # only 75 %), 400 finds 99.5 % for 27 instead of 12 ms, a small part of a hybrid search.
     ef_search: int = 400
     return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25_k1: float = BM25_K1
+    bm25_b: float = BM25_B
+    # BM25 on versions with postings (lectio.index.postings): each query word's best
+    # `lexical_depth` postings are read and the best `lexical_rescored` chunks among them scored in
+    # full. Chosen by fidelity to scoring every matching chunk, on the theology dev part
+    # (benchmarks/search_latency.py reports the overlap), not by any retrieval score.
+    lexical_depth: int = 4000
+    lexical_rescored: int = 400
     # Query expansion from data/vocabulary/query_expansion.yaml; expansion words weigh less than
     # the query's own.
     expand_lexical: bool = True

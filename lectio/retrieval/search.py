@@ -80,16 +80,16 @@ def search(
     query = _CONTROL.sub(" ", query).strip()
     if not query:
         return SearchResponse(query, "none", version, message="empty query: nothing to search for")
-    version = version or store.live_version(conn)
-    if version is None:
-        return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
     info = store.get_version(conn, version)
+    if version is None and info is None:
+        return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
+    version = version or info.version
     if info is not None and info.status == "revoked":
         return SearchResponse(query, "none", version,
                               message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
-    table = info.table_name
+    table, layout = info.table_name, info.layout
     given = filters or Filters()
     if kind or translation:
         given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
@@ -108,10 +108,10 @@ def search(
         config = config or SearchConfig()
         word = word_study.detect(query) if config.word_study else None
         if word is not None:
-            response = _word_study(conn, table, query, word, k, filters, version, config, embedder)
+            response = _word_study(conn, table, query, word, k, filters, version, config, embedder, layout)
             if response is not None:
                 return response
-        return _ranked_search(conn, table, query, k, filters, version, config, embedder)
+        return _ranked_search(conn, table, query, k, filters, version, config, embedder, layout)
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,12 @@ class _Filters:
             params["f_translation"] = translation
         return sql.SQL(" AND ").join(clauses), params
 
+    @property
+    def on_postings(self) -> bool:
+        """Whether where() names only columns BM25 postings carry (lectio.index.postings)."""
+        given = self.given
+        return not (given.testament or given.genre or given.tradition or given.tier)
+
 
 def _rows_to_results(rows, scores) -> list[Result]:
     results = []
@@ -212,7 +218,8 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
-def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder) -> list[tuple[str, float]]:
+def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
+            layout: int | None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
     cross-reference graph) fused by reciprocal rank fusion."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
@@ -224,13 +231,15 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
     if config.mode in ("hybrid", "lexical"):
         lexical_extra = extra if config.expand_lexical else ""
-        lists.append((config.lexical_weight,
-                      candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config)))
+        lists.append((config.lexical_weight, candidates.lexical_candidates(
+            conn, table_name, query, lexical_extra, where, params, config, layout, where if filters.on_postings else None)))
         if config.title_weight:
-            lists.append((config.title_weight, candidates.title_candidates(conn, table_name, query, where, params, config)))
+            lists.append((config.title_weight,
+                          candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
     fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
-        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
+        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config,
+                                            layout)
         if linked:
             fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
     if config.mode == "hybrid" and config.prominence_weight:
@@ -238,8 +247,9 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     return fused
 
 
-def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
-    ranked = _ranked(conn, table_name, query, filters, config, embedder)
+def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder,
+                   layout: int | None) -> SearchResponse:
+    ranked = _ranked(conn, table_name, query, filters, config, embedder, layout)
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or
@@ -261,11 +271,11 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
 
 
 def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters: _Filters, version,
-                config: SearchConfig, embedder) -> SearchResponse | None:
+                config: SearchConfig, embedder, layout: int | None) -> SearchResponse | None:
     """The lexicon entry (exact, then fuzzy, then by meaning), then the WEB verses tagged with its
     Strong's number. None when a bare word turns out to be no transliteration: an ordinary search
     answers it instead."""
-    entries = _lexicon_entries(conn, table_name, word, filters, config, embedder)
+    entries = _lexicon_entries(conn, table_name, word, filters, config, embedder, layout)
     if not entries:
         if word.how == "number":
             return SearchResponse(query, "word-study", version, message=f"no Strong's entry for {word.term!r} is in the index")
@@ -298,7 +308,7 @@ _NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff
 
 
 def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Filters, config: SearchConfig,
-                     embedder) -> list[tuple[str, str]]:
+                     embedder, layout: int | None) -> list[tuple[str, str]]:
     """(chunk_id, Strong's number) of the entries the word names, best first."""
     table = sql.Identifier(table_name)
     # The caller's testament, genre or tradition filters narrow the verses, not the dictionary.
@@ -340,7 +350,7 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
                      # The word asked about, not its theological neighbours: "grace" must find
                      # charis, not the words for mercy the expansion would add.
                      replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),
-                     embedder)
+                     embedder, layout)
     ids = [chunk_id for chunk_id, _ in ranked[:50]]
     return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
 

@@ -10,7 +10,7 @@ import pytest
 import pandas as pd
 
 from lectio.index import citations as prominence
-from lectio.index import security, store
+from lectio.index import postings, security, store
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -18,7 +18,8 @@ from lectio.retrieval.expansion import expansions, load_vocabulary
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
-from lectio.retrieval.search import Filters, SearchConfig, search
+from lectio.retrieval import candidates
+from lectio.retrieval.search import Filters, SearchConfig, _Filters, search
 from lectio.retrieval.word_study import detect
 
 SOURCES = """
@@ -156,10 +157,69 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
             reader.execute("SELECT set_config('lectio.principals', %s, true)",
                            (security.sign(conn, ["public", "user:alice"]),))
             assert reader.execute(f"SELECT count(*) FROM {store.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
+            # The postings hold private words too, and show them only to whom the chunk's ACL names.
+            assert reader.execute(f"SELECT count(*) FROM {postings.table_name(table)} WHERE term = 'quillwort'").fetchone()[0] == 1
+        with reader.transaction():
+            reader.execute("SELECT set_config('lectio.principals', %s, true)", (security.sign(conn, ["public"]),))
+            assert reader.execute(f"SELECT count(*) FROM {postings.table_name(table)} WHERE term = 'quillwort'").fetchone()[0] == 0
+            assert reader.execute(f"SELECT count(*) FROM {postings.table_name(table)} WHERE term = 'shepherd'").fetchone()[0] > 0
     # Its owner still finds the note by that word.
     mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),
                 config=SearchConfig(mode="lexical")).results
     assert mine and mine[0].source_id == "notes-alice"
+
+
+# ---------------------------------------------------------------- BM25 postings
+
+
+def lexical_both_ways(conn, small_index, query, principals=("public",), filters=Filters(), config=SearchConfig()):
+    """BM25 candidates read from the postings, and by scoring every chunk that holds a query word."""
+    table = store.get_version(conn, small_index[0]).table_name
+    chosen = _Filters(principals, filters)
+    where, params = chosen.where("WEB")
+    extra = " ".join(expansions(query))
+    with conn.transaction():
+        security.act_as_reader(conn, principals)
+        read = candidates.lexical_candidates(conn, table, query, extra, where, params, config, 7,
+                                             where if chosen.on_postings else None)
+        scanned = candidates.lexical_candidates(conn, table, query, extra, where, params, config, None)
+    return read, scanned
+
+
+@pytest.mark.parametrize("query, principals, filters", [
+    ("the Lord is my shepherd", ("public",), Filters()),
+    ("justified by faith we have peace with God", ("public",), Filters(kind="scripture")),
+    ("God's care for his flock", ("public",), Filters(testament="OT")),  # a filter postings cannot apply
+    ("quillwort care", ("public", "user:alice"), Filters()),
+])
+def test_postings_find_what_scoring_every_chunk_finds(conn, small_index, query, principals, filters):
+    read, scanned = lexical_both_ways(conn, small_index, query, principals, filters)
+    assert read and [chunk_id for chunk_id, _ in read] == [chunk_id for chunk_id, _ in scanned]
+    # The same sums, added in another order.
+    assert [score for _, score in read] == pytest.approx([score for _, score in scanned], rel=1e-12)
+
+
+def test_postings_read_deep_enough_score_as_before(conn, small_index):
+    # Reading only each word's single best posting finds fewer chunks, each scored as before.
+    shallow = SearchConfig(lexical_depth=1, lexical_rescored=3)
+    read, scanned = lexical_both_ways(conn, small_index, "the good shepherd gives his life for the sheep", config=shallow)
+    whole = dict(lexical_both_ways(conn, small_index, "the good shepherd gives his life for the sheep")[1])
+    assert 0 < len(read) <= 3 < len(scanned)
+    assert all(score == pytest.approx(whole[chunk_id]) for chunk_id, score in read)
+
+
+def test_stored_title_words_match_as_the_titles_do(conn, small_index):
+    table = store.get_version(conn, small_index[0]).table_name
+    where, params = _Filters(("public",), Filters()).where("WEB")
+    found = []
+    for query in ("The Good Shepherd", "the Lord is my shepherd", "peace with God"):
+        with conn.transaction():
+            security.act_as_reader(conn, ("public",))
+            stored = candidates.title_candidates(conn, table, query, where, params, SearchConfig(), 7)
+            read = candidates.title_candidates(conn, table, query, where, params, SearchConfig(), None)
+        assert stored == read
+        found += stored
+    assert found
 
 
 # ---------------------------------------------------------------- citation prior
