@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--queries", default="data/queries/theology.jsonl")
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
+    parser.add_argument("--bm25-only", action="store_true", help="only compare BM25 from postings with the full scan")
     parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
     parser.add_argument("--service-queries", type=int, default=40, help="queries each client sends (default 40)")
     parser.add_argument("--index", help="index version (default: the live one)")
@@ -88,6 +89,10 @@ def main() -> None:
     with ensure_database(load_settings()).connect() as conn:
         store.ensure_schema(conn)
         version = store.get_version(conn, args.index)
+        if args.bm25_only:
+            config = SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored)
+            print(json.dumps(postings_against_scan(conn, version, queries, config), indent=2))
+            return
         search(conn, queries[0], k=args.k, embedder=embedder, version=version.version)  # warm caches
         hybrid, hnsw, exact, recalls, candidate_recalls = [], [], [], [], []
         vector_only, lexical_only = [], []
@@ -109,6 +114,8 @@ def main() -> None:
             wide_approx, _ = top_ids(conn, version.table_name, vector, candidates, False, max(args.ef, candidates))
             wide_exact, _ = top_ids(conn, version.table_name, vector, candidates, True, args.ef)
             candidate_recalls.append(len(set(wide_approx) & set(wide_exact)) / len(wide_exact))
+        bm25 = postings_against_scan(conn, version, queries,
+                                     SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored))
     ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
     print(json.dumps({
         "index_version": version.version,
@@ -127,8 +134,7 @@ def main() -> None:
         "candidates": candidates,
         "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
         "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
-        "bm25": postings_against_scan(conn, version, queries, SearchConfig(lexical_depth=args.depth,
-                                                                           lexical_rescored=args.rescored)),
+        "bm25": bm25,
         "service": concurrency(queries[: args.service_queries], [int(c) for c in args.clients.split(",") if c.strip()],
                                args.k),
     }, indent=2))

@@ -43,11 +43,12 @@ def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, cite
     return len(counted)
 
 
-def most_cited(conn: psycopg.Connection, chunk_table: str, chunk_ids: list[str]) -> dict[str, int]:
+def most_cited(conn: psycopg.Connection, chunk_table: str, chunk_ids: list[str], layout: int | None = None) -> dict[str, int]:
     """chunk_id → citations of its most cited verse, for the scripture chunks among chunk_ids.
-    Empty for a version built before citations were counted (index layout < 6)."""
+    Empty for a version built before citations were counted (index layout < 6). A version that
+    records its layout (7 on) has the table; only older ones are looked up in the catalogue."""
     table = table_name(chunk_table)
-    if not chunk_ids or not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [table]).fetchone()[0]:
+    if not chunk_ids or (layout is None and not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [table]).fetchone()[0]):
         return {}
     rows = conn.execute(
         sql.SQL("SELECT c.chunk_id, max(n.chunks) FROM {chunks} c JOIN {counts} n ON n.ref = ANY(c.refs) "

@@ -16,8 +16,9 @@ from lectio.index import xrefs
 from lectio.retrieval.config import SearchConfig
 
 
-def weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float) -> list[tuple[str, float]]:
-    cited = prominence.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused])
+def weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float,
+                     layout: int | None = None) -> list[tuple[str, float]]:
+    cited = prominence.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused], layout)
     weighed = [(chunk_id, score * (1 + weight * math.log1p(cited.get(chunk_id, 0)))) for chunk_id, score in fused]
     return sorted(weighed, key=lambda item: -item[1])
 
@@ -121,7 +122,8 @@ _SCORED = """
                * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
     FROM candidates c
     CROSS JOIN stats s
-    CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
+    CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)
+                        WHERE lexeme = ANY(ARRAY(SELECT lexeme FROM terms))) u
     JOIN terms t ON t.lexeme = u.lexeme
     LEFT JOIN {lexicon} l ON l.word = u.lexeme
     GROUP BY c.chunk_id
@@ -144,11 +146,17 @@ def lexical_candidates(conn, table_name, query, extra: str, where, params, confi
         table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(store.lexicon_table(table_name)),
         postings=sql.Identifier(postings.table_name(table_name)), posting_filter=posting_filter or sql.SQL(""),
         k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b))
-    rows = conn.execute(
-        statement,
-        {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name, **params,
-         "limit": config.candidates, "depth": config.lexical_depth, "rescored": config.lexical_rescored},
-    ).fetchall()
+    values = {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name, **params,
+              "limit": config.candidates, "depth": config.lexical_depth, "rescored": config.lexical_rescored}
+    if (layout or 0) < 7:
+        rows = conn.execute(statement, values).fetchall()
+    else:
+        # The planner expects a word's postings to be a few hundred (the average word's) and sorts
+        # them to sum them; a common word's run is thousands, which hashing sums in a tenth of the
+        # time. Only for this statement (searches run in a transaction, so the setting is local).
+        conn.execute("SELECT set_config('enable_sort', 'off', true)")
+        rows = conn.execute(statement, values).fetchall()
+        conn.execute("SELECT set_config('enable_sort', 'on', true)")
     return [(chunk_id, float(score)) for chunk_id, score in rows]
 
 

@@ -9,6 +9,7 @@ row-level security with the caller's principals."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import psycopg
@@ -26,6 +27,9 @@ DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
 DEFAULT_TRANSLATION = "WEB"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# Query embeddings run here, beside the database's work on the same search (one per concurrent
+# search a service is likely to serve).
+_EMBEDDING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lectio-query-embedding")
 
 
 @dataclass(frozen=True)
@@ -224,18 +228,24 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     cross-reference graph) fused by reciprocal rank fusion."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
     extra = " ".join(expansions(query))
-    vector = None
-    lists = []
+    vector = embedding = None
     if config.mode in ("hybrid", "vector"):
-        vector = embedder.encode([f"{query} {extra}" if config.expand_vector and extra else query])[0]
-        lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
+        # The model embeds the query while the database answers the lexical side: each waits on
+        # its own core instead of one after the other.
+        embedding = _EMBEDDING.submit(embedder.encode, [f"{query} {extra}" if config.expand_vector and extra else query])
+    words = []
     if config.mode in ("hybrid", "lexical"):
         lexical_extra = extra if config.expand_lexical else ""
-        lists.append((config.lexical_weight, candidates.lexical_candidates(
+        words.append((config.lexical_weight, candidates.lexical_candidates(
             conn, table_name, query, lexical_extra, where, params, config, layout, where if filters.on_postings else None)))
         if config.title_weight:
-            lists.append((config.title_weight,
+            words.append((config.title_weight,
                           candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
+    lists = []
+    if embedding is not None:
+        vector = embedding.result()[0]
+        lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
+    lists += words  # vector first, as fusion has always taken them: ties keep that order
     fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
         linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config,
@@ -243,7 +253,7 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         if linked:
             fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
     if config.mode == "hybrid" and config.prominence_weight:
-        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight)
+        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout)
     return fused
 
 
