@@ -169,9 +169,11 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
         sql.SQL(
             """
             WITH q AS (SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS words),
+                 -- The query's words written out, not read from q: a constant the planner can
+                 -- look up in the title words' index.
                  titled AS (SELECT chunk_id, words FROM (SELECT chunk_id, {words} AS words FROM {table}
                                                          WHERE granularity = 'pericope' AND {where}) t
-                            WHERE t.words && (SELECT words FROM q)),
+                            WHERE t.words && tsvector_to_array(to_tsvector('english', %(query)s))),
                  scored AS (SELECT chunk_id,
                                    cardinality(array(SELECT unnest(t.words) INTERSECT SELECT unnest(q.words)))::float AS shared,
                                    cardinality(t.words) AS title_words, cardinality(q.words) AS query_words
