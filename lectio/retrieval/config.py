@@ -23,13 +23,25 @@ class SearchConfig:
     return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    # Query expansion from data/vocabulary/query_expansion.yaml; expansion words weigh less than
-    # the query's own.
+    # Query expansion from the translations' renderings of the same Strong's numbers
+    # (lectio.retrieval.expansion); expansion words weigh less than the query's own. A rendering
+    # counts when seen `expansion_min_count` times and it carries `expansion_min_share` of the
+    # query word's numbers; at most `expansion_max_terms` words are added for each query word.
     expand_lexical: bool = True
     expand_vector: bool = False
     expansion_weight: float = 0.5
+    expansion_min_count: int = 5
+    expansion_min_share: float = 0.1
+    expansion_max_terms: int = 3
     # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles.
     title_weight: float = 1.0
+    # A short topic (at most `topic_words` content words, no pericope title named; see
+    # lectio.retrieval.shape) is answered from `topic_rows` ("verses": scripture verses only,
+    # "verses+other": verses and the other kinds, "all": every row), its BM25 list weighing
+    # `topic_lexical_weight`. 0 words treats no query as a topic.
+    topic_words: int = 0
+    topic_rows: str = "all"
+    topic_lexical_weight: float = 1.0
     # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
     collapse_covered: bool = True
     # Cross-reference expansion: verses the corpus links to the best hits' passages,

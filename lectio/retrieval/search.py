@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 
 from lectio.index import security, store
-from lectio.retrieval import candidates, rerank, word_study
+from lectio.retrieval import candidates, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
@@ -216,7 +216,14 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
     cross-reference graph) fused by reciprocal rank fusion."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
-    extra = " ".join(expansions(query))
+    titles = candidates.title_candidates(conn, table_name, query, where, params, config) if config.title_weight else []
+    lexical_weight = config.lexical_weight
+    # A caller who asked for a kind has chosen the rows already.
+    if filters.given.kind is None and shape.query_shape(query, bool(titles), config.topic_words) == shape.TOPIC:
+        where = sql.SQL("{} AND {}").format(where, _TOPIC_ROWS[config.topic_rows])
+        lexical_weight = config.topic_lexical_weight
+    extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
+                                max_terms=config.expansion_max_terms)) if config.expand_lexical or config.expand_vector else ""
     vector = None
     lists = []
     if config.mode in ("hybrid", "vector"):
@@ -224,10 +231,10 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
     if config.mode in ("hybrid", "lexical"):
         lexical_extra = extra if config.expand_lexical else ""
-        lists.append((config.lexical_weight,
+        lists.append((lexical_weight,
                       candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config)))
         if config.title_weight:
-            lists.append((config.title_weight, candidates.title_candidates(conn, table_name, query, where, params, config)))
+            lists.append((config.title_weight, titles))
     fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
         linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
@@ -236,6 +243,14 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     if config.mode == "hybrid" and config.prominence_weight:
         fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight)
     return fused
+
+
+# The rows a topic is answered from: scripture as verses only, with or without the other kinds.
+_TOPIC_ROWS = {
+    "verses": sql.SQL("granularity = 'verse'"),
+    "verses+other": sql.SQL("(kind <> 'scripture' OR granularity = 'verse')"),
+    "all": sql.SQL("TRUE"),
+}
 
 
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:

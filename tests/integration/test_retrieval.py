@@ -14,7 +14,6 @@ from lectio.index import security, store
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
-from lectio.retrieval.expansion import expansions, load_vocabulary
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
@@ -71,23 +70,6 @@ def rank_of(results, ref):
 
 
 # ---------------------------------------------------------------- query expansion
-
-
-def test_expansion_adds_the_words_scripture_uses():
-    assert "mercy" in expansions("grace")
-    assert "Yahweh" in expansions("hope in the Lord")  # the WEB's rendering of the divine name
-    assert "anxious" in expansions("what to do with my worries")  # a plural still matches
-    assert "mercy" not in expansions("mercy")  # never what the query already says
-    assert "supplication" in expansions("she prays daily")  # a vowel before y: prays, not pray-ies
-    assert "death" in expansions("dying well")
-    assert expansions("Nicodemus") == []
-
-
-def test_vocabulary_errors_name_the_file(tmp_path):
-    bad = tmp_path / "vocabulary.yaml"
-    bad.write_text("expansions:\n  grace: mercy\n")
-    with pytest.raises(ValueError, match="vocabulary.yaml.*grace"):
-        load_vocabulary(bad)
 
 
 def test_lexical_expansion_reaches_yahweh(conn, small_index):
