@@ -212,15 +212,14 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
-def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder) -> list[tuple[str, float]]:
+def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
+            rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
-    cross-reference graph) fused by reciprocal rank fusion."""
+    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
-    titles = candidates.title_candidates(conn, table_name, query, where, params, config) if config.title_weight else []
     lexical_weight = config.lexical_weight
-    # A caller who asked for a kind has chosen the rows already.
-    if filters.given.kind is None and shape.query_shape(query, bool(titles), config.topic_words) == shape.TOPIC:
-        where = sql.SQL("{} AND {}").format(where, _TOPIC_ROWS[config.topic_rows])
+    if rows is not None:
+        where = sql.SQL("{} AND {}").format(where, rows)
         lexical_weight = config.topic_lexical_weight
     extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
                                 max_terms=config.expansion_max_terms)) if config.expand_lexical or config.expand_vector else ""
@@ -234,7 +233,7 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         lists.append((lexical_weight,
                       candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config)))
         if config.title_weight:
-            lists.append((config.title_weight, titles))
+            lists.append((config.title_weight, candidates.title_candidates(conn, table_name, query, where, params, config)))
     fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
         linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config)
@@ -253,8 +252,21 @@ _TOPIC_ROWS = {
 }
 
 
+def _is_topic(conn, table_name, query, filters: _Filters, config: SearchConfig, ranked) -> bool:
+    """A short query that names no passage: its best hit is not a whole pericope. A caller who
+    asked for a kind has chosen the rows already."""
+    if filters.given.kind or not config.topic_words or config.topic_rows == "all" or not ranked:
+        return False
+    if shape.query_shape(query, config.topic_words) != shape.TOPIC:
+        return False
+    [best] = rerank.rows_by_id(conn, table_name, [ranked[0][0]])
+    return best[rerank.COLUMNS.index("granularity")] != "pericope"
+
+
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
     ranked = _ranked(conn, table_name, query, filters, config, embedder)
+    if _is_topic(conn, table_name, query, filters, config, ranked):
+        ranked = _ranked(conn, table_name, query, filters, config, embedder, _TOPIC_ROWS[config.topic_rows])
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or

@@ -3,7 +3,7 @@
 A short topic ("hospitality", "Adder", "speaking in tongues") is answered best by many verses:
 paragraphs and pericopes spend a reader's token budget on a few passages, where a topic's verses
 are scattered over the whole Bible. A named story ("the prodigal son") is a passage, and its
-pericope is the answer; the pericope titles tell the two apart. Anything longer (a question, a
+pericope is the answer; the ranking tells the two apart. Anything longer (a question, a
 paraphrase of a verse, a theme in a sentence) keeps every granularity.
 """
 
@@ -14,9 +14,10 @@ import re
 from lectio.readers.renderings import is_function_word
 
 TOPIC = "topic"
-STORY = "story"
 SENTENCE = "sentence"
 
+_QUESTION = re.compile(r"\s*(?:what|how|why|who|whom|whose|where|when|which|should|can|could|does|do|did|is|are|was|will|would)\b",
+                       re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 
@@ -24,12 +25,12 @@ def content_words(query: str) -> list[str]:
     return [w for w in _WORD.findall(query.lower()) if not is_function_word(w)]
 
 
-def query_shape(query: str, names_a_passage: bool, topic_words: int) -> str:
-    """TOPIC for at most `topic_words` content words that name no pericope, STORY for a query a
-    pericope title names, SENTENCE otherwise."""
-    if names_a_passage:
-        return STORY
+def query_shape(query: str, topic_words: int) -> str:
+    """TOPIC for at most `topic_words` content words that ask no question, SENTENCE otherwise.
+    Whether a short query names a passage instead is for the ranking to tell (its best hit is
+    the pericope)."""
     words = content_words(query)
-    if 0 < len(words) <= topic_words and "?" not in query:
+    asks = "?" in query or _QUESTION.match(query)
+    if 0 < len(words) <= topic_words and not asks:
         return TOPIC
     return SENTENCE

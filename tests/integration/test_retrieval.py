@@ -19,6 +19,7 @@ from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval.search import Filters, SearchConfig, search
 from lectio.retrieval.word_study import detect
+from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
 SOURCES = """
 sources:
@@ -87,6 +88,29 @@ def test_a_named_passage_finds_its_pericope(conn, small_index):
     results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig(mode="lexical")).results
     assert results[0].granularity == "pericope"
     assert results[0].refs[0] == "john_10_1"
+
+
+def test_query_shapes():
+    assert query_shape("shepherd", 2) == TOPIC
+    assert query_shape("the good shepherd", 2) == TOPIC  # a name, told apart by the ranking
+    assert query_shape("how should we pray", 2) == SENTENCE  # a question
+    assert query_shape("peace?", 2) == SENTENCE
+    assert query_shape("peace with God through faith", 2) == SENTENCE
+    assert query_shape("shepherd", 0) == SENTENCE  # routing off
+
+
+def test_a_short_topic_is_answered_with_verses(conn, small_index):
+    routed = SearchConfig(topic_words=2, topic_rows="verses")
+    assert any(r.granularity != "verse" for r in find(conn, small_index, "sheep").results)  # not routed by default
+    topic = find(conn, small_index, "sheep", config=routed).results
+    assert topic and all(r.granularity == "verse" for r in topic)
+    mixed = find(conn, small_index, "tribulation", config=replace(routed, topic_rows="verses+other")).results
+    assert {r.granularity for r in mixed if r.kind == "scripture"} == {"verse"}
+    assert any(r.kind != "scripture" for r in mixed)  # the commentary stays
+    # Not routed: a sentence, and a short query whose best answer is a whole passage.
+    sentence = find(conn, small_index, "the Lord is my shepherd, I shall lack nothing", config=routed).results
+    assert any(r.granularity != "verse" for r in sentence)
+    assert find(conn, small_index, "Nicodemus", config=routed).results[0].granularity == "pericope"
 
 
 def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
