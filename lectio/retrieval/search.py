@@ -2,8 +2,8 @@
 
 A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
 entry and the verses that use it; anything else is ranked by several retrievers fused by
-reciprocal rank fusion: HNSW vectors, BM25 with theology query expansion, pericope
-titles, and the corpus's own cross-reference graph. Every read runs as the application role under
+reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
+pericope titles, and the corpus's own cross-reference graph. Every read runs as the application role under
 row-level security with the caller's principals."""
 
 from __future__ import annotations
