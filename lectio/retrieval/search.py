@@ -3,8 +3,8 @@
 A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
 entry and the verses that use it; anything else is ranked by several retrievers fused by
 reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
-pericope titles, and the corpus's own cross-reference graph. Every read runs as the application role under
-row-level security with the caller's principals."""
+pericope titles, and the corpus's own cross-reference graph. Every read runs as the application
+role under row-level security with the caller's principals."""
 
 from __future__ import annotations
 
@@ -259,8 +259,8 @@ def _is_topic(conn, table_name, query, filters: _Filters, config: SearchConfig, 
         return False
     if shape.query_shape(query, config.topic_words) != shape.TOPIC:
         return False
-    [best] = rerank.rows_by_id(conn, table_name, [ranked[0][0]])
-    return best[rerank.COLUMNS.index("granularity")] != "pericope"
+    best = rerank.rows_by_id(conn, table_name, [ranked[0][0]])
+    return bool(best) and best[0][rerank.COLUMNS.index("granularity")] != "pericope"
 
 
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder) -> SearchResponse:
