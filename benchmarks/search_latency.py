@@ -149,7 +149,8 @@ def postings_against_scan(conn, version, queries: list[str], config: SearchConfi
     where, params = filters.where(DEFAULT_TRANSLATION)
     read_times, scan_times, found, differences = [], [], [], []
     for query in queries:
-        extra = " ".join(expansions(query))
+        extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
+                                    max_terms=config.expansion_max_terms))
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             started = time.perf_counter()

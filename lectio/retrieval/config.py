@@ -31,13 +31,29 @@ class SearchConfig:
     # (benchmarks/search_latency.py reports the overlap), not by any retrieval score.
     lexical_depth: int = 4000
     lexical_rescored: int = 400
-    # Query expansion from data/vocabulary/query_expansion.yaml; expansion words weigh less than
-    # the query's own.
+    # Query expansion from the translations' renderings of the same Strong's numbers
+    # (lectio.retrieval.expansion); expansion words weigh less than the query's own. A rendering
+    # counts when seen `expansion_min_count` times and it carries `expansion_min_share` of the
+    # query word's numbers; at most `expansion_max_terms` words are added for each query word.
     expand_lexical: bool = True
     expand_vector: bool = False
-    expansion_weight: float = 0.5
+    # 0.3 was chosen on the theology set's dev part over 0.5 and 0.2; the count, share and terms
+    # limits over looser ones (see docs/results.md).
+    expansion_weight: float = 0.3
+    expansion_min_count: int = 5
+    expansion_min_share: float = 0.1
+    expansion_max_terms: int = 3
     # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles.
     title_weight: float = 1.0
+    # A short topic (at most `topic_words` content words, no question, its best hit not a whole
+    # pericope; see lectio.retrieval.shape) is ranked again over `topic_rows` only ("verses":
+    # scripture verses, "verses+other": verses and the other kinds, "all": no second ranking),
+    # its BM25 list weighing `topic_lexical_weight`. Off by default: on the theology set's dev
+    # part every setting tried moved recall@20, MRR and budget recall by noise or lost (see
+    # docs/results.md).
+    topic_words: int = 0
+    topic_rows: str = "verses"
+    topic_lexical_weight: float = 1.0
     # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
     collapse_covered: bool = True
     # Cross-reference expansion: verses the corpus links to the best hits' passages,

@@ -2,9 +2,9 @@
 
 A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
 entry and the verses that use it; anything else is ranked by several retrievers fused by
-reciprocal rank fusion: HNSW vectors, BM25 with theology query expansion, pericope
-titles, and the corpus's own cross-reference graph. Every read runs as the application role under
-row-level security with the caller's principals."""
+reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
+pericope titles, and the corpus's own cross-reference graph. Every read runs as the application
+role under row-level security with the caller's principals."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from lectio.index import security, store
-from lectio.retrieval import candidates, rerank, word_study
+from lectio.retrieval import candidates, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
@@ -223,11 +223,18 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
 
 
 def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
-            layout: int | None) -> list[tuple[str, float]]:
+            layout: int | None, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
-    cross-reference graph) fused by reciprocal rank fusion."""
+    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
-    extra = " ".join(expansions(query))
+    lexical_weight = config.lexical_weight
+    # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
+    posting_filter = where if filters.on_postings and rows is None else None
+    if rows is not None:
+        where = sql.SQL("{} AND {}").format(where, rows)
+        lexical_weight = config.topic_lexical_weight
+    extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
+                                max_terms=config.expansion_max_terms)) if config.expand_lexical or config.expand_vector else ""
     vector = embedding = None
     if config.mode in ("hybrid", "vector"):
         # The model embeds the query while the database answers the lexical side: each waits on
@@ -236,8 +243,8 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     words = []
     if config.mode in ("hybrid", "lexical"):
         lexical_extra = extra if config.expand_lexical else ""
-        words.append((config.lexical_weight, candidates.lexical_candidates(
-            conn, table_name, query, lexical_extra, where, params, config, layout, where if filters.on_postings else None)))
+        words.append((lexical_weight, candidates.lexical_candidates(
+            conn, table_name, query, lexical_extra, where, params, config, layout, posting_filter)))
         if config.title_weight:
             words.append((config.title_weight,
                           candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
@@ -257,9 +264,30 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     return fused
 
 
+# The rows a topic is answered from: scripture as verses only, with or without the other kinds.
+_TOPIC_ROWS = {
+    "verses": sql.SQL("granularity = 'verse'"),
+    "verses+other": sql.SQL("(kind <> 'scripture' OR granularity = 'verse')"),
+    "all": sql.SQL("TRUE"),
+}
+
+
+def _is_topic(conn, table_name, query, filters: _Filters, config: SearchConfig, ranked) -> bool:
+    """A short query that names no passage: its best hit is not a whole pericope. A caller who
+    asked for a kind has chosen the rows already."""
+    if filters.given.kind or not config.topic_words or config.topic_rows == "all" or not ranked:
+        return False
+    if shape.query_shape(query, config.topic_words) != shape.TOPIC:
+        return False
+    best = rerank.rows_by_id(conn, table_name, [ranked[0][0]])
+    return bool(best) and best[0][rerank.COLUMNS.index("granularity")] != "pericope"
+
+
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder,
                    layout: int | None) -> SearchResponse:
     ranked = _ranked(conn, table_name, query, filters, config, embedder, layout)
+    if _is_topic(conn, table_name, query, filters, config, ranked):
+        ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, _TOPIC_ROWS[config.topic_rows])
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or

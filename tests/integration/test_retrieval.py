@@ -14,13 +14,14 @@ from lectio.index import postings, security, store
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
-from lectio.retrieval.expansion import expansions, load_vocabulary
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates
+from lectio.retrieval.expansion import expansions
 from lectio.retrieval.search import Filters, SearchConfig, _Filters, search
 from lectio.retrieval.word_study import detect
+from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
 SOURCES = """
 sources:
@@ -74,23 +75,6 @@ def rank_of(results, ref):
 # ---------------------------------------------------------------- query expansion
 
 
-def test_expansion_adds_the_words_scripture_uses():
-    assert "mercy" in expansions("grace")
-    assert "Yahweh" in expansions("hope in the Lord")  # the WEB's rendering of the divine name
-    assert "anxious" in expansions("what to do with my worries")  # a plural still matches
-    assert "mercy" not in expansions("mercy")  # never what the query already says
-    assert "supplication" in expansions("she prays daily")  # a vowel before y: prays, not pray-ies
-    assert "death" in expansions("dying well")
-    assert expansions("Nicodemus") == []
-
-
-def test_vocabulary_errors_name_the_file(tmp_path):
-    bad = tmp_path / "vocabulary.yaml"
-    bad.write_text("expansions:\n  grace: mercy\n")
-    with pytest.raises(ValueError, match="vocabulary.yaml.*grace"):
-        load_vocabulary(bad)
-
-
 def test_lexical_expansion_reaches_yahweh(conn, small_index):
     lexical = SearchConfig(mode="lexical", title_weight=0)
     plain = find(conn, small_index, "the Lord", config=replace(lexical, expand_lexical=False)).results
@@ -106,6 +90,29 @@ def test_a_named_passage_finds_its_pericope(conn, small_index):
     results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig(mode="lexical")).results
     assert results[0].granularity == "pericope"
     assert results[0].refs[0] == "john_10_1"
+
+
+def test_query_shapes():
+    assert query_shape("shepherd", 2) == TOPIC
+    assert query_shape("the good shepherd", 2) == TOPIC  # a name, told apart by the ranking
+    assert query_shape("how should we pray", 2) == SENTENCE  # a question
+    assert query_shape("peace?", 2) == SENTENCE
+    assert query_shape("peace with God through faith", 2) == SENTENCE
+    assert query_shape("shepherd", 0) == SENTENCE  # routing off
+
+
+def test_a_short_topic_is_answered_with_verses(conn, small_index):
+    routed = SearchConfig(topic_words=2, topic_rows="verses")
+    assert any(r.granularity != "verse" for r in find(conn, small_index, "sheep").results)  # not routed by default
+    topic = find(conn, small_index, "sheep", config=routed).results
+    assert topic and all(r.granularity == "verse" for r in topic)
+    mixed = find(conn, small_index, "tribulation", config=replace(routed, topic_rows="verses+other")).results
+    assert {r.granularity for r in mixed if r.kind == "scripture"} == {"verse"}
+    assert any(r.kind != "scripture" for r in mixed)  # the commentary stays
+    # Not routed: a sentence, and a short query whose best answer is a whole passage.
+    sentence = find(conn, small_index, "the Lord is my shepherd, I shall lack nothing", config=routed).results
+    assert any(r.granularity != "verse" for r in sentence)
+    assert find(conn, small_index, "Nicodemus", config=routed).results[0].granularity == "pericope"
 
 
 def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):

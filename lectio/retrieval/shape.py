@@ -1,0 +1,36 @@
+"""What kind of answer a query wants, judged from the query alone.
+
+A short topic ("hospitality", "Adder", "speaking in tongues") is answered best by many verses:
+paragraphs and pericopes spend a reader's token budget on a few passages, where a topic's verses
+are scattered over the whole Bible. A named story ("the prodigal son") is a passage, and its
+pericope is the answer; the ranking tells the two apart. Anything longer (a question, a
+paraphrase of a verse, a theme in a sentence) keeps every granularity.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lectio.readers.renderings import is_function_word
+
+TOPIC = "topic"
+SENTENCE = "sentence"
+
+_QUESTION = re.compile(r"\s*(?:what|how|why|who|whom|whose|where|when|which|should|can|could|does|do|did|is|are|was|will|would)\b",
+                       re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+def content_words(query: str) -> list[str]:
+    return [w for w in _WORD.findall(query.lower()) if not is_function_word(w)]
+
+
+def query_shape(query: str, topic_words: int) -> str:
+    """TOPIC for at most `topic_words` content words that ask no question, SENTENCE otherwise.
+    Whether a short query names a passage instead is for the ranking to tell (its best hit is
+    the pericope)."""
+    words = content_words(query)
+    asks = "?" in query or _QUESTION.match(query)
+    if 0 < len(words) <= topic_words and not asks:
+        return TOPIC
+    return SENTENCE
