@@ -6,8 +6,10 @@ word: "God" alone is in 37,000 of 133,000 chunks, and a search spent most of its
 word's impact in a chunk (its BM25 term-frequency part: how often the word occurs, against the
 chunk's length) does not depend on the query, so it is computed once with the version. A search
 then reads the few thousand best postings of each query word, sums them, and scores the best of
-those chunks exactly as before; a chunk is missed only when every word it holds is too common
-to reach its best postings and yet the chunk would rank.
+those chunks exactly as before. A chunk can be missed only where common words are concerned: a
+word rarer than the depth read is read whole, so a chunk is lost only when its postings of the
+common words fall below their best and what the rarer words give it leaves it outside the
+chunks scored in full.
 
 Postings carry the chunk's ACL and the columns of the default filters (kind, translation), so
 row-level security and the usual filters apply while reading them, not after.
