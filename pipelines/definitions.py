@@ -58,4 +58,11 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     )
 
 
+def ingest_job():
+    """The ingest job rebuilt from the environment (LECTIO_SOURCES, LECTIO_HOME): the target an
+    executor that runs each step in a process of its own reconstructs the job from, as in
+    `execute_job(reconstructable(ingest_job), …)`."""
+    return build_definitions().resolve_job_def(INGEST_JOB)
+
+
 defs = build_definitions()

@@ -8,6 +8,7 @@ inputs past 256 word pieces, so anything longer is embedded in windows that are 
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
@@ -47,19 +48,56 @@ def tokenizer():
     return tok
 
 
+class _TokenCounts:
+    """Word-piece counts of recently counted texts. Chunking asks for the same text's size many
+    times (a paragraph when it is packed, again when the packing is balanced, the finished chunk
+    when it is made), and tokenizing is most of its time. Bounded by characters held, oldest
+    dropped first; a lock because the serving threads count too."""
+
+    def __init__(self, max_chars: int = 32_000_000):
+        self.max_chars = max_chars
+        self.counts: dict[str, int] = {}
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        with self.lock:
+            known = [self.counts.get(t) for t in texts]
+        missing = list(dict.fromkeys(t for t, n in zip(texts, known) if n is None))
+        if not missing:
+            return known
+        found = dict(zip(missing, (len(e.ids) for e in tokenizer().encode_batch(missing, add_special_tokens=False))))
+        with self.lock:
+            for text, n in found.items():
+                self._keep(text, n)
+        return [found[t] if n is None else n for t, n in zip(texts, known)]
+
+    def _keep(self, text: str, count: int) -> None:
+        if len(text) > self.max_chars // 64 or text in self.counts:
+            return  # a huge text would push out thousands of the small ones that repeat
+        self.counts[text] = count
+        self.chars += len(text)
+        while self.chars > self.max_chars:
+            oldest = next(iter(self.counts))
+            del self.counts[oldest]
+            self.chars -= len(oldest)
+
+
+_counts = _TokenCounts()
+
+
 def count_tokens(texts: list[str]) -> list[int]:
     """Word pieces of each text, without the special tokens the model adds."""
     if not texts:
         return []
-    encodings = tokenizer().encode_batch(list(texts), add_special_tokens=False)
-    return [len(e.ids) for e in encodings]
+    return _counts(list(texts))
 
 
 def split_into_windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
     """Cut a text into consecutive pieces of at most max_tokens word pieces, at word starts."""
-    enc = tokenizer().encode(text, add_special_tokens=False)
-    if len(enc.ids) <= max_tokens:
+    if count_tokens([text])[0] <= max_tokens:
         return [text]
+    enc = tokenizer().encode(text, add_special_tokens=False)
     windows, start_token = [], 0
     while start_token < len(enc.ids):
         end_token = min(start_token + max_tokens, len(enc.ids))
@@ -98,8 +136,9 @@ class Embedder:
         # Long texts become several windows; the text's vector is the token-weighted mean of its
         # windows' vectors, so its end counts as much as its start.
         pieces, owner = [], []
-        for i, text in enumerate(texts):
-            for window in split_into_windows(text):
+        sizes = count_tokens(texts)  # one batch, not one tokenizer call per text
+        for i, (text, size) in enumerate(zip(texts, sizes)):
+            for window in [text] if size <= MAX_TEXT_TOKENS else split_into_windows(text):
                 pieces.append(window)
                 owner.append(i)
         vectors = self._encode_pieces(pieces)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,7 @@ MIN_UNIT_TOKENS = 64
 # can be carried in front of it (a median sentence here is ~30 word pieces).
 OVERLAP_RESERVE_TOKENS = 48
 MAX_SECTION_CHARS = 80  # a header's section label is cut here; the header is in every chunk
+_WHITESPACE = re.compile(r"\s+")
 
 RULES = {
     "max_text_tokens": MAX_TEXT_TOKENS,
@@ -424,16 +426,27 @@ def _refs_per_piece(body: str, paragraphs: list[str], paragraph_refs: list, piec
         start = body.index(paragraph, offset)
         spans.append((start, start + len(paragraph)))
         offset = start + len(paragraph)
-    starts, cursor = [], 0
-    for piece in pieces:
-        # Joining sentences may change the whitespace between them ('peace." " Thou' where the
-        # paragraph had 'peace." "Thou'), so the piece's opening is matched ignoring whitespace.
-        probe = re.sub(r"\s+", "", piece)[:30]
-        found = re.compile(r"\s*".join(map(re.escape, probe))).search(body, cursor)
-        starts.append(found.start() if found else cursor)
-        cursor = starts[-1]
+    starts = _piece_starts(body, pieces)
     ends = starts[1:] + [len(body)]
     return [
         tuple(r for (a, b), refs in zip(spans, paragraph_refs) if a < end and start < b for r in refs)
         for start, end in zip(starts, ends)
     ]
+
+
+def _piece_starts(body: str, pieces: list[str]) -> list[int]:
+    """Where each piece opens in `body`, searched in order.
+
+    Joining sentences may change the whitespace between them ('peace." " Thou' where the
+    paragraph had 'peace." "Thou'), so a piece's first 30 other characters are looked up in
+    the body with its whitespace removed, and the position mapped back.
+    """
+    kept = [i for i, char in enumerate(body) if not char.isspace()]  # body position of each
+    squeezed = "".join(body[i] for i in kept)
+    starts, cursor = [], 0
+    for piece in pieces:
+        probe = _WHITESPACE.sub("", piece)[:30]
+        found = squeezed.find(probe, bisect_left(kept, cursor)) if probe else -1
+        cursor = kept[found] if found >= 0 else cursor
+        starts.append(cursor)
+    return starts

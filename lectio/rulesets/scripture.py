@@ -169,16 +169,25 @@ def empty_verses(structure: pd.DataFrame) -> list[str]:
 
 def chunk(source: Source, structure: pd.DataFrame) -> list[Chunk]:
     name, rules, version = effective_rules(source)
-    verses = structure[structure["text"] != ""].reset_index(drop=True)
+    verses = _records(structure[structure["text"] != ""])
     suffix = (source.translation or source.id).lower()
     if name == "structural":
-        pericopes, parent_of = _pericopes(verses, source, suffix)
-        specs = _verses(verses, source, suffix, parent_of) + pericopes + _paragraphs(verses, source, suffix, rules)
+        pericopes, parent_of, pericope_of = _pericopes(verses, source, suffix)
+        specs = _verses(verses, source, suffix, parent_of, pericope_of) + pericopes + _paragraphs(verses, source, suffix, rules)
     elif name == "chapter":
         specs = _chapters(verses, source, suffix)
     else:
         specs = _fixed_windows(verses, source, suffix, **{k: rules[k] for k in ("window_tokens", "overlap_tokens")})
     return _to_chunks(specs, source, version)
+
+
+_VERSE_FIELDS = ["ref", "book", "book_number", "chapter", "verse", "ordinal", "text", "paragraph_start", "strongs"]
+
+
+def _records(verses: pd.DataFrame) -> list[tuple]:
+    """The verses as plain named tuples of Python values: the rules walk them one by one and
+    in slices, where reaching a DataFrame row costs far more than the rule itself."""
+    return list(verses[_VERSE_FIELDS].itertuples(index=False, name="Verse"))
 
 
 def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
@@ -203,9 +212,9 @@ def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
     return chunks
 
 
-def _span(rows: pd.DataFrame, source: Source, suffix: str, label_suffix: str = "") -> dict:
+def _span(rows: list[tuple], source: Source, suffix: str, label_suffix: str = "") -> dict:
     """Fields shared by every chunk that covers a run of verses."""
-    first, last = rows.iloc[0], rows.iloc[-1]
+    first, last = rows[0], rows[-1]
     if first.book != last.book:
         end = f"{last.book}_{last.chapter}_{last.verse}"
         label = f"{_label(first)}-{_label(last)}"
@@ -218,7 +227,7 @@ def _span(rows: pd.DataFrame, source: Source, suffix: str, label_suffix: str = "
     return dict(
         chunk_id=f"{first.ref}_{end}_{suffix}{label_suffix}",
         header=f"{label} ({source.translation or source.id})",
-        refs=tuple(rows["ref"]),
+        refs=tuple(v.ref for v in rows),
         ordinal=int(first.ordinal),
         book=first.book,
         chapter=int(first.chapter),
@@ -227,29 +236,34 @@ def _span(rows: pd.DataFrame, source: Source, suffix: str, label_suffix: str = "
     )
 
 
-def _pericopes(verses: pd.DataFrame, source: Source, suffix: str) -> tuple[list[dict], dict]:
+def _pericopes(verses: list[tuple], source: Source, suffix: str) -> tuple[list[dict], dict, list]:
+    """Pericope chunks, each pericope's chunk id, and each verse's pericope (None: no table
+    entry in its book)."""
     pericopes = load_pericopes()
-    assignment = assign_pericopes(list(zip(verses["book_number"], verses["chapter"], verses["verse"])), pericopes)
-    verses["pericope"] = pd.array(assignment.indices, dtype="Int64")
+    pericope_of = assign_pericopes([(v.book_number, v.chapter, v.verse) for v in verses], pericopes).indices
+    members: dict[int, list[tuple]] = {}  # in order of first verse, as the verses run
+    for verse, index in zip(verses, pericope_of):
+        if index is not None:
+            members.setdefault(index, []).append(verse)
     specs, parent_of = [], {}
-    for index, group in verses.groupby("pericope", sort=False):
-        title = pericopes[int(index)].title
+    for index, group in members.items():
+        title = pericopes[index].title
         spec = _span(group, source, suffix)
-        spec.update(granularity="pericope", text=f"{title}\n" + " ".join(group["text"]), title=title)
+        spec.update(granularity="pericope", text=f"{title}\n" + " ".join(v.text for v in group), title=title)
         spec["metadata"].update(theme=title, attribution=ATTRIBUTION)
-        parent_of[int(index)] = spec["chunk_id"]
+        parent_of[index] = spec["chunk_id"]
         specs.append(spec)
-    return specs, parent_of
+    return specs, parent_of, pericope_of
 
 
-def _verses(verses: pd.DataFrame, source: Source, suffix: str, parent_of: dict) -> list[dict]:
+def _verses(verses: list[tuple], source: Source, suffix: str, parent_of: dict, pericope_of: list) -> list[dict]:
     return [
         dict(
             chunk_id=f"{v.ref}_{suffix}",
             granularity="verse",
             text=v.text,
             header=f"{_label(v)} ({source.translation or source.id})",
-            parent_id=None if pd.isna(v.pericope) else parent_of.get(int(v.pericope)),
+            parent_id=None if pericope is None else parent_of.get(pericope),
             refs=(v.ref,),
             ordinal=int(v.ordinal),
             book=v.book,
@@ -257,82 +271,100 @@ def _verses(verses: pd.DataFrame, source: Source, suffix: str, parent_of: dict) 
             verse=int(v.verse),
             metadata={"paragraph_start": bool(v.paragraph_start), "strongs": list(v.strongs)},
         )
-        for v in verses.itertuples(index=False)
+        for v, pericope in zip(verses, pericope_of)
     ]
 
 
-def _paragraphs(verses: pd.DataFrame, source: Source, suffix: str, rules: dict) -> list[dict]:
+def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -> list[dict]:
     """Each paragraph with two sentences of its neighbours either side, within the model's
     window; a paragraph too long for it is cut at verse boundaries (poetry has few marks)."""
-    context = rules["paragraph_context_sentences"]
-    new_paragraph = (
-        verses["paragraph_start"]
-        | (verses["book"] != verses["book"].shift())
-        | (verses["chapter"] != verses["chapter"].shift())
-    )
-    groups = [g for _, g in verses.groupby(new_paragraph.cumsum(), sort=False)]
-    texts = [" ".join(g["text"]) for g in groups]
-    verse_tokens = dict(zip(verses["ref"], count_tokens(verses["text"].tolist())))
+    context, limit = rules["paragraph_context_sentences"], rules["paragraph_max_tokens"]
+    groups = _paragraph_groups(verses)
+    texts = [" ".join(v.text for v in g) for g in groups]
+    verse_tokens = dict(zip((v.ref for v in verses), count_tokens([v.text for v in verses])))
     sentences_of = [sentences(t) for t in texts]
-    specs = []
+    pieces = []  # (verses of the piece, the options from most context to none)
     for i, group in enumerate(groups):
-        same_book = lambda j: 0 <= j < len(groups) and groups[j].iloc[0].book == group.iloc[0].book  # noqa: E731
+        same_book = lambda j: 0 <= j < len(groups) and groups[j][0].book == group[0].book  # noqa: E731
         before = sentences_of[i - 1] if same_book(i - 1) else []
         after = sentences_of[i + 1] if same_book(i + 1) else []
         window = [" ".join(before[-context:]), " ".join(after[:context])]
-        budget = rules["paragraph_max_tokens"] - sum(count_tokens(window)) - 2
-        for piece in _pack_verses(group, verse_tokens, max(budget, rules["paragraph_max_tokens"] // 2)):
-            core = " ".join(piece["text"])
+        budget = limit - sum(count_tokens(window)) - 2
+        for piece in _pack_verses(group, verse_tokens, max(budget, limit // 2)):
+            core = " ".join(v.text for v in piece)
             # Two sentences of context each side where they fit, else one, else none: the
             # paragraph's own verses are never cut to make room.
-            for n in range(context, -1, -1):
-                parts = [" ".join(before[len(before) - n :]) if n else "", core, " ".join(after[:n])]
-                text = "\n".join(t for t in parts if t)
-                if count_tokens([text])[0] <= rules["paragraph_max_tokens"]:
-                    break
-            spec = _span(piece, source, suffix, "_para")
-            spec.update(granularity="paragraph", text=text)
-            spec["metadata"]["context_sentences"] = n
-            specs.append(spec)
+            options = [[" ".join(before[len(before) - n :]) if n else "", core, " ".join(after[:n])] for n in range(context, -1, -1)]
+            pieces.append((piece, ["\n".join(t for t in parts if t) for parts in options]))
+    count_tokens([options[0] for _, options in pieces])  # one batch; most fit with full context
+    specs = []
+    for piece, options in pieces:
+        for n, text in zip(range(context, -1, -1), options):
+            if count_tokens([text])[0] <= limit:
+                break
+        spec = _span(piece, source, suffix, "_para")
+        spec.update(granularity="paragraph", text=text)
+        spec["metadata"]["context_sentences"] = n
+        specs.append(spec)
     return specs
 
 
-def _pack_verses(group: pd.DataFrame, verse_tokens: dict, budget: int) -> list[pd.DataFrame]:
+def _paragraph_groups(verses: list[tuple]) -> list[list[tuple]]:
+    """Runs of verses from one paragraph start to the next; a new book or chapter starts one."""
+    groups: list[list[tuple]] = []
+    previous = None
+    for verse in verses:
+        if previous is None or verse.paragraph_start or (verse.book, verse.chapter) != (previous.book, previous.chapter):
+            groups.append([])
+        groups[-1].append(verse)
+        previous = verse
+    return groups
+
+
+def _pack_verses(group: list[tuple], verse_tokens: dict, budget: int) -> list[list[tuple]]:
     pieces, start, used = [], 0, 0
-    for position, ref in enumerate(group["ref"]):
-        size = verse_tokens[ref] + 1
+    for position, verse in enumerate(group):
+        size = verse_tokens[verse.ref] + 1
         if position > start and used + size > budget:
-            pieces.append(group.iloc[start:position])
+            pieces.append(group[start:position])
             start, used = position, 0
         used += size
-    pieces.append(group.iloc[start:])
+    pieces.append(group[start:])
     return pieces
 
 
-def _chapters(verses: pd.DataFrame, source: Source, suffix: str) -> list[dict]:
+def _runs(verses: list[tuple], key) -> list[list[tuple]]:
+    """Verses grouped by key, groups in the order of their first verse."""
+    runs: dict = {}
+    for verse in verses:
+        runs.setdefault(key(verse), []).append(verse)
+    return list(runs.values())
+
+
+def _chapters(verses: list[tuple], source: Source, suffix: str) -> list[dict]:
     specs = []
-    for (_, chapter), group in verses.groupby(["book_number", "chapter"], sort=False):
-        first = group.iloc[0]
+    for group in _runs(verses, lambda v: (v.book_number, v.chapter)):
+        first = group[0]
         spec = _span(group, source, suffix)
         spec.update(
-            chunk_id=f"{first.book}_{chapter}_{suffix}_chapter",
-            header=f"{book_by_id(first.book).name} {chapter} ({source.translation or source.id})",
+            chunk_id=f"{first.book}_{first.chapter}_{suffix}_chapter",
+            header=f"{book_by_id(first.book).name} {first.chapter} ({source.translation or source.id})",
             granularity="chapter",
-            text=" ".join(group["text"]),
+            text=" ".join(v.text for v in group),
         )
         specs.append(spec)
     return specs
 
 
-def _fixed_windows(verses: pd.DataFrame, source: Source, suffix: str, window_tokens: int, overlap_tokens: int) -> list[dict]:
+def _fixed_windows(verses: list[tuple], source: Source, suffix: str, window_tokens: int, overlap_tokens: int) -> list[dict]:
     """The generic baseline: each book as one token stream cut every window_tokens with overlap,
     blind to verses, paragraphs and chapters; a window covers every verse it touches."""
     specs = []
-    for _, book in verses.groupby("book_number", sort=False):
+    for book in _runs(verses, lambda v: v.book_number):
         text, spans, position = "", [], 0
-        for verse_text in book["text"]:
-            spans.append((position, position + len(verse_text)))
-            text += verse_text + " "
+        for verse in book:
+            spans.append((position, position + len(verse.text)))
+            text += verse.text + " "
             position = len(text)
         encoding = tokenizer().encode(text, add_special_tokens=False)
         offsets = encoding.offsets
@@ -341,10 +373,10 @@ def _fixed_windows(verses: pd.DataFrame, source: Source, suffix: str, window_tok
             end = min(start + window_tokens, len(offsets))
             first_char, last_char = offsets[start][0], offsets[end - 1][1]
             inside = [i for i, (a, b) in enumerate(spans) if a < last_char and b > first_char]
-            rows = book.iloc[inside[0] : inside[-1] + 1]
+            rows = book[inside[0] : inside[-1] + 1]
             spec = _span(rows, source, suffix)
             spec.update(
-                chunk_id=f"{rows.iloc[0].book}_w{number:04d}_{suffix}_fixed",
+                chunk_id=f"{rows[0].book}_w{number:04d}_{suffix}_fixed",
                 granularity="window",
                 text=text[first_char:last_char],
             )

