@@ -4,9 +4,10 @@ Baseline: `SentenceTransformer.encode` on the chunk texts (batch 64), which sile
 anything past 256 word pieces, in the best of the numerics this CPU offers (fp32, bf16 autocast,
 int8 dynamic quantization; each timed, with its mean cosine to fp32 so a fast but distorting one
 is seen for what it is). The fastest of fp32 and bf16 is the baseline, and int8 only when
-LECTIO_EMBED_PRECISION chose it: lectio does not use int8 otherwise (cosine 0.93 to fp32). lectio cold: `embed_chunks` into an empty cache (windows for long
-texts, database writes). lectio warm: the same call again, every text already cached, which is
-what a nightly re-embed of an unchanged corpus does.
+LECTIO_EMBED_PRECISION chose it: lectio does not use int8 otherwise (cosine 0.93 to fp32).
+lectio cold: `embed_chunks` into an empty cache (windows for long texts, database writes).
+lectio warm: the same call again, every text already cached, which is what a nightly re-embed
+of an unchanged corpus does.
 
     LECTIO_HOME=/tmp/bench python benchmarks/embedding_throughput.py [--select "Romans; Psalms 1-40"]
 
