@@ -35,8 +35,8 @@ from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.index import security
 from lectio.retrieval.candidates import lexical_candidates
-from lectio.retrieval.expansion import expansions
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, SearchConfig, _Filters, search
+from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, SearchConfig, _Filters,
+                                     expansion_words, search)
 from lectio.settings import load_settings
 
 
@@ -149,8 +149,7 @@ def postings_against_scan(conn, version, queries: list[str], config: SearchConfi
     where, params = filters.where(DEFAULT_TRANSLATION)
     read_times, scan_times, found, differences = [], [], [], []
     for query in queries:
-        extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
-                                    max_terms=config.expansion_max_terms))
+        extra = expansion_words(query, config)
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             started = time.perf_counter()

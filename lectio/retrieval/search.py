@@ -222,6 +222,12 @@ def _translation_preference(filters: _Filters) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
+def expansion_words(query: str, config: SearchConfig) -> str:
+    """The words `config` adds to `query`, as one string, as the retrievers take them."""
+    return " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
+                               max_terms=config.expansion_max_terms))
+
+
 def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
             layout: int | None, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
@@ -233,8 +239,7 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     if rows is not None:
         where = sql.SQL("{} AND {}").format(where, rows)
         lexical_weight = config.topic_lexical_weight
-    extra = " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
-                                max_terms=config.expansion_max_terms)) if config.expand_lexical or config.expand_vector else ""
+    extra = expansion_words(query, config) if config.expand_lexical or config.expand_vector else ""
     vector = embedding = None
     if config.mode in ("hybrid", "vector"):
         # The model embeds the query while the database answers the lexical side: each waits on

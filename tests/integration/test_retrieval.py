@@ -18,8 +18,7 @@ from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates
-from lectio.retrieval.expansion import expansions
-from lectio.retrieval.search import Filters, SearchConfig, _Filters, search
+from lectio.retrieval.search import Filters, SearchConfig, _Filters, expansion_words, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
@@ -184,7 +183,7 @@ def lexical_both_ways(conn, small_index, query, principals=("public",), filters=
     table = store.get_version(conn, small_index[0]).table_name
     chosen = _Filters(principals, filters)
     where, params = chosen.where("WEB")
-    extra = " ".join(expansions(query))
+    extra = expansion_words(query, config)
     with conn.transaction():
         security.act_as_reader(conn, principals)
         read = candidates.lexical_candidates(conn, table, query, extra, where, params, config, 7,
