@@ -1,9 +1,23 @@
-"""Per-source assets, one partition per source of the sources file."""
+"""Per-source assets, one partition per source of the sources file.
+
+Staleness is per source: `source_inputs` observes each source's input fingerprint (entry, input
+files, the version of the ruleset that chunks it, the embedding model) as its data version, and
+every later stage descends from it. An asset's code version would be one for all partitions, so
+a rule change would mark every source stale; through the data version it marks only the sources
+that ruleset chunks.
+"""
 
 
-import hashlib
-
-from dagster import AssetExecutionContext, PartitionsDefinition, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetObservation,
+    DataVersion,
+    DataVersionsByPartition,
+    PartitionsDefinition,
+    asset,
+    observable_source_asset,
+)
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
@@ -11,12 +25,23 @@ from lectio.embedding.cache import embed_chunks
 from lectio.index import store
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
-# Chunk assets are versioned by their rules, so Dagster marks them stale when a rule changes.
-RULES_CODE_VERSION = hashlib.sha256(repr(ingest.rulesets()).encode()).hexdigest()[:12]
+SOURCE_INPUTS = "source_inputs"
+
+
+def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
+    """What observing `source_inputs` records, for those who fingerprint the sources themselves
+    (the source_changes sensor, `lectio run`): one data version per source whose data is here."""
+    return [AssetObservation(SOURCE_INPUTS, partition=k, tags={DATA_VERSION_TAG: v}) for k, v in prints.items() if v]
 
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
-    @asset(partitions_def=partitions_def, group_name="ingest")
+    @observable_source_asset(name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest")
+    def source_inputs(corpus: CorpusResource):
+        """What each source would be ingested from; a new fingerprint makes that source stale."""
+        prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path)
+        return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
+
+    @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs])
     def raw_texts(context: AssetExecutionContext, corpus: CorpusResource):
         """The source as read, with a content hash so unchanged input is recognised."""
         # The one place a source's entry is read from the sources file; later stages get it from here.
@@ -32,7 +57,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         context.add_output_metadata(ingest.structure_facts(parsed))
         return parsed
 
-    @asset(partitions_def=partitions_def, group_name="ingest", code_version=RULES_CODE_VERSION)
+    @asset(partitions_def=partitions_def, group_name="ingest")
     def chunks(context: AssetExecutionContext, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
         frame = chunks_frame(ingest.chunk_source(parsed_structure))
@@ -64,4 +89,4 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         )
         return chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id)
 
-    return [raw_texts, parsed_structure, chunks, embeddings]
+    return [source_inputs, raw_texts, parsed_structure, chunks, embeddings]

@@ -6,8 +6,10 @@ How they fit together (docs/operations.md tells the operator's side):
   batch id. Re-embedding only what is missing or stale is not this schedule's doing: the
   embeddings asset goes through the cache keyed by (content hash, model id), so an unchanged
   source embeds nothing and a changed text or model re-embeds just those chunks.
-- `source_changes` fingerprints every source (lectio.readers.changes) and requests `ingest_source` runs
-  for exactly the sources whose fingerprint moved, again tagged as one batch.
+- `source_changes` fingerprints every source's inputs (entry, files, the version of its ruleset,
+  the embedding model), records them as `source_inputs` observations (so the UI's staleness
+  follows them) and requests `ingest_source` runs for exactly the sources whose fingerprint
+  moved, again tagged as one batch.
 - `index_after_batch` waits until every run of a batch has finished, then requests one
   `build_index` run, told which sources of the batch failed (so it never switches a partial
   index live). A sensor rather than a second schedule at, say, 04:00: the index follows the
@@ -44,8 +46,9 @@ from dagster import (
     sensor,
 )
 
+from assets.source_assets import source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
-from lectio.readers.changes import source_fingerprints
+from lectio.rulesets.registry import input_fingerprints
 from lectio.index.database import ensure_database
 from lectio.settings import load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, STAGE_TAG
@@ -124,13 +127,19 @@ def _source_change_sensor(ingest_job):
         state = json.loads(context.cursor) if context.cursor else {"generation": 0, "fingerprints": {}}
         seen: dict[str, str] = state["fingerprints"]
         keys = _source_partitions(context)
-        now = source_fingerprints(corpus.sources_path, corpus.corpus_path, keys)
+        prints = input_fingerprints(corpus.sources_path, corpus.corpus_path)
+        now = {k: prints.get(k, "removed") for k in keys}
         changed = [k for k in keys if now[k] is not None and k in seen and seen[k] != now[k]]
         fingerprints = {**seen, **{k: v for k, v in now.items() if v is not None}}
         fingerprints = {k: v for k, v in fingerprints.items() if k in keys}
+        # Observed before any run it requests, so that run's materializations record these.
+        observed = source_observations({k: v for k, v in now.items() if v is not None and seen.get(k) != v})
         if not changed:
-            context.update_cursor(json.dumps({**state, "fingerprints": fingerprints}, sort_keys=True))
-            return SkipReason(f"no source changed ({len(keys)} watched)")
+            return SensorResult(
+                skip_reason=f"no source changed ({len(keys)} watched)",
+                cursor=json.dumps({**state, "fingerprints": fingerprints}, sort_keys=True),
+                asset_events=observed,
+            )
         # The run key holds the generation and the new hash: a tick evaluated twice from the same
         # cursor asks for the same keys (Dagster drops the repeats), while a source that changes
         # back to an earlier content is still re-ingested (a later generation).
@@ -150,6 +159,7 @@ def _source_change_sensor(ingest_job):
         return SensorResult(
             run_requests=requests,
             cursor=json.dumps({"generation": generation, "fingerprints": fingerprints}, sort_keys=True),
+            asset_events=observed,
         )
 
     return source_changes

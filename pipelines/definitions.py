@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dagster import Definitions, EnvVar, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
+from dagster import AssetsDefinition, Definitions, EnvVar, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
 
 from assets import build_index_assets, build_source_assets
 from assets.checks import build_asset_checks
@@ -38,7 +38,7 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     index_assets = build_index_assets(partitions)
     migration_assets = build_migration_assets(partitions)
     jobs = {
-        INGEST_JOB: define_asset_job(INGEST_JOB, selection=source_assets,
+        INGEST_JOB: define_asset_job(INGEST_JOB, selection=[a for a in source_assets if isinstance(a, AssetsDefinition)],
                                      description="Read, parse, chunk and embed one source (a partition)."),
         # Tagged so the run queue (dagster.yaml) builds one index at a time, however it was launched.
         INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={STAGE_TAG: "index"},

@@ -19,10 +19,9 @@ from lectio.evaluation import gate as migration
 from lectio.index import store
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
-from lectio.embedding.model import model_id
-from lectio.readers.changes import input_fingerprint
-from lectio.rulesets.registry import format_of
-from lectio.sources import SourceError, parse_source, read_entries, source_ids
+from lectio.rulesets.registry import input_fingerprints
+from lectio.sources import source_ids
+from assets.source_assets import source_observations
 from pipelines.definitions import build_definitions
 from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG, WRITER_TAG
 from pipelines.home import prepare_dagster_env
@@ -97,10 +96,13 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     ids = source_ids(settings.sources_file)
 
     outcomes = []
-    entries = {e["id"]: e for e in read_entries(settings.sources_file)}
+    prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
+    # Observed before the runs, so each run's materializations record the inputs they were made from.
+    for observation in source_observations(prints):
+        instance.report_runless_asset_event(observation)
     for position, source_id in enumerate(ids, start=1):
         t0 = time.monotonic()
-        inputs = _input_fingerprint(entries[source_id], settings)
+        inputs = prints.get(source_id)
         reused = _unchanged(instance, source_id, inputs)
         if reused is not None:
             reused.seconds = time.monotonic() - t0
@@ -143,15 +145,6 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
-
-
-def _input_fingerprint(entry: dict, settings: Settings) -> str | None:
-    try:
-        source = parse_source(entry, settings.sources_file.resolve().parent)
-        ruleset = format_of(source).ruleset
-    except SourceError:
-        return None  # its run will fail with the entry's error
-    return input_fingerprint(entry, settings.sources_file, settings.corpus_dir, ruleset, model_id())
 
 
 def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) -> SourceOutcome | None:

@@ -19,17 +19,9 @@ import json
 from pathlib import Path
 
 from lectio.readers.corpus import has_module, sword_library
-from lectio.sources import SourceError, parse_source, read_entries
+from lectio.sources import SourceError, parse_source
 
 SWORD_FORMATS = ("sword-bible", "sword-commentary", "sword-lexicon")
-
-
-def source_fingerprints(sources_file: Path, corpus_dir: Path, source_ids=None) -> dict[str, str | None]:
-    """source id → fingerprint (None where the source's data is not on this machine yet)."""
-    sources_file = Path(sources_file).resolve()
-    entries = {e["id"]: e for e in read_entries(sources_file)}
-    wanted = list(entries) if source_ids is None else list(source_ids)
-    return {sid: fingerprint(entries.get(sid), sources_file.parent, corpus_dir) for sid in wanted}
 
 
 def fingerprint(entry: dict | None, base_dir: Path, corpus_dir: Path) -> str | None:

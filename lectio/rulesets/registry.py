@@ -21,8 +21,11 @@ from lectio.rulesets import westminster as reformation
 from lectio.rulesets import scripture
 from lectio.rulesets import theses
 from lectio.rulesets.chunk import Chunk
+from lectio.embedding.model import model_id
+from lectio.readers.changes import input_fingerprint
 from lectio.readers.raw import RawText
-from lectio.sources import Source, SourceError, load_source
+from lectio.sources import Source, SourceError, load_source, read_entries
+from lectio.sources import parse_source as parse_entry
 
 
 @dataclass(frozen=True)
@@ -58,9 +61,20 @@ FORMATS: dict[tuple[str, str | None], Format] = {
 }
 
 
-def rulesets() -> dict[str, str]:
-    """Ruleset version per (format, kind); a change in any rule changes these."""
-    return {f"{fmt}/{kind or '*'}": handler.ruleset for (fmt, kind), handler in sorted(FORMATS.items(), key=str)}
+def input_fingerprints(sources_file: Path, corpus_dir: Path) -> dict[str, str | None]:
+    """source id → what its stored chunks and embeddings are made from: its entry and input files,
+    the version of the one ruleset that chunks it and the embedding model. A rule change moves
+    only the fingerprints of the sources that ruleset chunks. None where the source's data is not
+    on this machine yet."""
+    model, base = model_id(), Path(sources_file).resolve().parent
+    prints: dict[str, str | None] = {}
+    for entry in read_entries(sources_file):
+        try:
+            ruleset = format_of(parse_entry(entry, base)).ruleset
+        except SourceError:
+            ruleset = ""  # still a fingerprint: editing the entry should run it, to fail with its error
+        prints[entry["id"]] = input_fingerprint(entry, sources_file, corpus_dir, ruleset, model)
+    return prints
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from dagster import (
     materialize,
 )
 
-from assets.source_assets import RULES_CODE_VERSION
 from pipelines.jobs import BATCH_TAG
 from pipelines.definitions import build_definitions
 from pipelines.jobs import INDEX_JOB, INGEST_JOB
@@ -105,6 +104,8 @@ def test_a_changed_source_requests_exactly_its_partition(instance, tmp_path):
     defs = build_definitions(sources)
     first = _sensor_tick(defs, "source_changes", instance)
     assert not first.run_requests  # the first look records each source's fingerprint
+    # … and observes it as the source's data version, which the UI's staleness follows.
+    assert {e.partition for e in first.asset_events} == {"watch-guide", "watch-notes", "watch-rota", "watch-kjv"}
     assert set(json.loads(first.cursor)["fingerprints"]) == {"watch-guide", "watch-notes", "watch-rota", "watch-kjv"}
     assert not _sensor_tick(defs, "source_changes", instance, first.cursor).run_requests
 
@@ -112,6 +113,7 @@ def test_a_changed_source_requests_exactly_its_partition(instance, tmp_path):
     guide.write_text(guide.read_text() + "\n## Closing\n\nEnd on time, with a short prayer.\n")
     changed = _sensor_tick(defs, "source_changes", instance, first.cursor)
     assert [r.partition_key for r in changed.run_requests] == ["watch-guide"]
+    assert [e.partition for e in changed.asset_events] == ["watch-guide"]
     (request,) = changed.run_requests
     assert request.tags[BATCH_TAG].startswith("changed-") and request.tags["lectio/batch_size"] == "1"
     # The same tick evaluated again (its cursor lost) asks for the same run key: Dagster runs it once.
@@ -134,14 +136,14 @@ def test_a_changed_source_requests_exactly_its_partition(instance, tmp_path):
 def test_fingerprints_never_fetch_a_module(tmp_path):
     """A SWORD module not downloaded yet has no fingerprint (the sensor waits for a run to fetch
     it) instead of the sensor downloading it; file sources hash their files."""
-    from lectio.readers.changes import source_fingerprints
+    from lectio.rulesets.registry import input_fingerprints
 
     sources = _watched_corpus(tmp_path)
     empty_corpus = tmp_path / "no-corpus"
-    prints = source_fingerprints(sources, empty_corpus)
+    prints = input_fingerprints(sources, empty_corpus)
     assert prints["watch-kjv"] is None and not empty_corpus.exists()
     assert all(prints[k] for k in ("watch-guide", "watch-notes", "watch-rota"))
-    shared = source_fingerprints(sources, Path(os.environ["LECTIO_CORPUS_DIR"]))
+    shared = input_fingerprints(sources, Path(os.environ["LECTIO_CORPUS_DIR"]))
     assert shared["watch-kjv"] and shared["watch-guide"] == prints["watch-guide"]
 
 
@@ -155,9 +157,6 @@ def test_backfill_over_source_partitions(instance, settings, tmp_path):
         result = materialize(source_assets, partition_key=key, instance=instance, resources=defs.resources)
         assert result.success
         assert result.output_for_node("chunks")["source_id"].eq(key).all()
-        # The chunks carry the rules' code version: a rule change makes every partition stale.
-        (chunks,) = result.asset_materializations_for_node("chunks")
-        assert chunks.tags["dagster/code_version"] == RULES_CODE_VERSION
     materialized = instance.get_materialized_partitions(AssetKey("chunks"))
     assert set(keys) <= materialized and "watch-notes" not in materialized
 

@@ -1,10 +1,19 @@
 """A quiet night costs seconds: `lectio run` with nothing changed reads, chunks and embeds
-nothing, and a change to one source runs that source alone."""
+nothing, a change to one source (or to the one ruleset that chunks it) runs that source alone,
+and the UI's staleness says the same."""
 
 from __future__ import annotations
 
-from dagster import DagsterInstance, RunsFilter
+import dataclasses
 
+from dagster import AssetKey, DagsterInstance, RunsFilter
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.observe import observe
+from dagster._core.loader import LoadingContextForTest
+
+from assets.source_assets import SOURCE_INPUTS
+from lectio.rulesets import registry
+from pipelines.definitions import build_definitions
 from pipelines.jobs import INGEST_JOB
 from test_trust import home, run  # noqa: F401  (the fixture: a small home of its own)
 
@@ -32,3 +41,40 @@ def test_nothing_changed_nothing_done_and_one_change_reruns_one_source(home):  #
     assert changed.index["version"] != first.index["version"] and changed.index["live"]
     by_id = {o.source_id: o for o in changed.sources}
     assert by_id["notes-alice"].facts["embeddings"]["embedded"] >= 1
+
+
+def staleness(sources) -> dict[str, StaleStatus]:
+    """What the UI shows for each source's first stage, the one that depends on its inputs (Dagster
+    marks a later stage stale once the one before it has been materialized again)."""
+    instance = DagsterInstance.get()
+    graph = build_definitions(sources).resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    return {key: resolver.get_status(AssetKey("raw_texts"), key) for key in ("staff-guide", "notes-alice")}
+
+
+def observe_sources(sources) -> None:
+    """What the UI's "Observe" on source_inputs does."""
+    defs = build_definitions(sources)
+    (inputs,) = [a for a in defs.assets if a.key == AssetKey(SOURCE_INPUTS)]
+    assert observe([inputs], instance=DagsterInstance.get(), resources=defs.resources).success
+
+
+def test_staleness_follows_each_source_and_only_its_own_ruleset(home, monkeypatch):  # noqa: F811
+    sources = home.sources("staleness")
+    assert run(home, sources).index["ok"]
+    fresh = {"staff-guide": StaleStatus.FRESH, "notes-alice": StaleStatus.FRESH}
+    assert staleness(sources) == fresh
+
+    # An edit to the notes ruleset (its version moves): the notes source alone is stale …
+    key = ("notes-jsonl", None)
+    edited = dataclasses.replace(registry.FORMATS[key], ruleset=registry.FORMATS[key].ruleset + "+edited")
+    monkeypatch.setitem(registry.FORMATS, key, edited)
+    observe_sources(sources)
+    assert staleness(sources) == {**fresh, "notes-alice": StaleStatus.STALE}
+
+    # … the next run re-chunks it alone, and both are up to date again.
+    before = ingest_runs()
+    again = run(home, sources)
+    assert ingest_runs() == before + 1 and again.index["ok"]
+    assert {o.source_id for o in again.sources if o.stages} == {"notes-alice"}
+    assert staleness(sources) == fresh
