@@ -8,8 +8,9 @@ HNSW scan also returns, at the configured ef_search; and the same at the number 
 the vector side of hybrid search takes (100). Every search goes through `lectio.retrieval.search`
 as users get it: the reader role, row-level security, the default filters and clauses.
 
-Also p50/p95 of vector-only and lexical-only search (the ratio hybrid/vector is the price of
-fusion); BM25 read from the version's postings against BM25 scoring every chunk that holds a
+Hybrid search runs as the service runs it, its vector side on a second connection; hybrid on
+one connection (as `lectio search` runs it) is reported beside it. Also p50/p95 of vector-only
+and lexical-only search (the ratio hybrid/vector is the price of fusion); BM25 read from the version's postings against BM25 scoring every chunk that holds a
 query word (the way before postings), on the same version: the latency ratio, how many of the
 exact top candidates the postings find, and whether their scores are the same; and a
 concurrency run against `lectio serve` over loopback: 1, 2, 4 and 8 clients, throughput and p95
@@ -86,24 +87,27 @@ def main() -> None:
     queries = [q.query for q in select_part(load_queries(args.queries), args.part) if not is_reference(q.query)]
     embedder = Embedder()
     vectors = embedder.encode(queries)
-    with ensure_database(load_settings()).connect() as conn:
+    database = ensure_database(load_settings())
+    with database.connect() as conn, database.connect() as side:
         store.ensure_schema(conn)
         version = store.get_version(conn, args.index)
         if args.bm25_only:
             config = SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored)
             print(json.dumps(postings_against_scan(conn, version, queries, config), indent=2))
             return
-        search(conn, queries[0], k=args.k, embedder=embedder, version=version.version)  # warm caches
-        hybrid, hnsw, exact, recalls, candidate_recalls = [], [], [], [], []
+        # As the service searches: the vector side on a second connection.
+        run = lambda query, **options: search(conn, query, k=args.k, embedder=embedder,  # noqa: E731
+                                              version=version.version, **{"vector_conn": side, **options})
+        run(queries[0])  # warm caches
+        hybrid, one_connection, hnsw, exact, recalls, candidate_recalls = [], [], [], [], [], []
         vector_only, lexical_only = [], []
         candidates = SearchConfig().candidates
         for query, vector in zip(queries, vectors):
-            started = time.perf_counter()
-            search(conn, query, k=args.k, embedder=embedder, version=version.version)
-            hybrid.append(time.perf_counter() - started)
-            for mode, times in (("vector", vector_only), ("lexical", lexical_only)):
+            for times, options in ((hybrid, {}), (one_connection, {"vector_conn": None}),
+                                   (vector_only, {"config": SearchConfig(mode="vector")}),
+                                   (lexical_only, {"config": SearchConfig(mode="lexical")})):
                 started = time.perf_counter()
-                search(conn, query, k=args.k, embedder=embedder, version=version.version, config=SearchConfig(mode=mode))
+                run(query, **options)
                 times.append(time.perf_counter() - started)
             approx_ids, t_hnsw = top_ids(conn, version.table_name, vector, args.k, False, args.ef)
             exact_ids, t_exact = top_ids(conn, version.table_name, vector, args.k, True, args.ef)
@@ -124,6 +128,7 @@ def main() -> None:
         "k": args.k,
         "ef_search": args.ef,
         "hybrid_ms_p50": ms(hybrid, 50), "hybrid_ms_p95": ms(hybrid, 95),
+        "hybrid_one_connection_ms_p50": ms(one_connection, 50), "hybrid_one_connection_ms_p95": ms(one_connection, 95),
         "vector_ms_p50": ms(vector_only, 50), "vector_ms_p95": ms(vector_only, 95),
         "lexical_ms_p50": ms(lexical_only, 50), "lexical_ms_p95": ms(lexical_only, 95),
         "hybrid_over_vector_p95": round(percentile(hybrid, 95) / percentile(vector_only, 95), 2),

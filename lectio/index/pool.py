@@ -25,21 +25,47 @@ log = logging.getLogger(__name__)
 
 
 class ReadPool:
-    def __init__(self, settings: Settings, size: int = 4, attempts: int = 8, first_wait: float = 0.1):
+    """`size` connections for whole reads, and as many again for `run_pair`'s second connections
+    when `pairs` (a service's searches run their vector side on one, beside the lexical side)."""
+
+    def __init__(self, settings: Settings, size: int = 4, attempts: int = 8, first_wait: float = 0.1,
+                 pairs: bool = False):
         self.settings, self.attempts, self.first_wait = settings, attempts, first_wait
         self._recovering = threading.Lock()
-        self._pool = ConnectionPool(
-            ensure_database(settings).url, min_size=1, max_size=size, open=True, name="lectio-read",
-            kwargs={"autocommit": True}, configure=register_vector, check=ConnectionPool.check_connection,
-        )
+        url = ensure_database(settings).url
+        self._pool = self._open(url, size, "lectio-read")
+        # A pool of their own: a thread holding its first connection never waits on another
+        # thread's first for its second.
+        self._seconds = self._open(url, size, "lectio-read-second") if pairs else None
+
+    @staticmethod
+    def _open(url: str, size: int, name: str) -> ConnectionPool:
+        return ConnectionPool(url, min_size=1, max_size=size, open=True, name=name, kwargs={"autocommit": True},
+                              configure=register_vector, check=ConnectionPool.check_connection)
 
     def run(self, work: Callable[[psycopg.Connection], T]) -> T:
         """`work` on a pooled connection; retried while the server is away, up to `attempts`
         times with waits doubling from `first_wait` (at most 2 s each)."""
+        return self._retried(lambda: self._on_one(work))
+
+    def run_pair(self, work: Callable[[psycopg.Connection, psycopg.Connection | None], T]) -> T:
+        """`work` on two pooled connections (the second None without `pairs`), retried as `run`."""
+        return self._retried(lambda: self._on_two(work))
+
+    def _on_one(self, work):
+        with self._pool.connection() as conn:
+            return work(conn)
+
+    def _on_two(self, work):
+        if self._seconds is None:
+            return self._on_one(lambda conn: work(conn, None))
+        with self._pool.connection() as conn, self._seconds.connection() as second:
+            return work(conn, second)
+
+    def _retried(self, call: Callable[[], T]) -> T:
         for attempt in range(self.attempts):
             try:
-                with self._pool.connection() as conn:
-                    return work(conn)
+                return call()
             except psycopg.OperationalError as exc:
                 if attempt == self.attempts - 1:
                     raise
@@ -53,10 +79,14 @@ class ReadPool:
         with self._recovering:
             if server_is_down(self.settings):
                 restart_embedded(self.settings)
-            self._pool.check()
+            for pool in (self._pool, self._seconds):
+                if pool is not None:
+                    pool.check()
 
     def close(self) -> None:
-        self._pool.close()
+        for pool in (self._pool, self._seconds):
+            if pool is not None:
+                pool.close()
 
     def __enter__(self) -> "ReadPool":
         return self

@@ -9,7 +9,7 @@ role under row-level security with the caller's principals."""
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 
 import psycopg
@@ -27,9 +27,21 @@ DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
 DEFAULT_TRANSLATION = "WEB"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _one_model_thread() -> None:
+    # One short query gains little from a second core, and a second model thread spins against
+    # the database answering the same search (measured beside a busy core: 9 ms on one thread,
+    # 36-500 ms on two). Torch's thread count is per thread, so ingestion keeps all cores.
+    import torch
+
+    torch.set_num_threads(1)
+
+
 # Query embeddings run here, beside the database's work on the same search (one per concurrent
 # search a service is likely to serve).
-_EMBEDDING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lectio-query-embedding")
+_EMBEDDING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lectio-query-embedding",
+                                initializer=_one_model_thread)
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,11 @@ def search(
     embedder: Embedder | None = None,
     config: SearchConfig | None = None,
     filters: Filters | None = None,
+    vector_conn: psycopg.Connection | None = None,
 ) -> SearchResponse:
-    """`kind` and `translation` are shorthands for the same fields of `filters`."""
+    """`kind` and `translation` are shorthands for the same fields of `filters`. With
+    `vector_conn`, a second connection to the same database (a service's pool has one to spare),
+    the vector side of a ranked search runs on it while `conn` answers the lexical side."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
     # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
@@ -115,7 +130,7 @@ def search(
             response = _word_study(conn, table, query, word, k, filters, version, config, embedder, layout)
             if response is not None:
                 return response
-        return _ranked_search(conn, table, query, k, filters, version, config, embedder, layout)
+        return _ranked_search(conn, table, query, k, filters, version, config, embedder, layout, vector_conn)
 
 
 @dataclass(frozen=True)
@@ -228,10 +243,24 @@ def expansion_words(query: str, config: SearchConfig) -> str:
                                max_terms=config.expansion_max_terms))
 
 
+def _vector_side(conn, embedder: Embedder, text: str, filters: _Filters, table_name, where, params,
+                 config: SearchConfig):
+    """The query's vector and, on `conn` (a connection of its own, None for none), its HNSW
+    candidates, read as the same principals as the rest of the search."""
+    vector = embedder.encode([text])[0]
+    if conn is None:
+        return vector, None
+    with conn.transaction():
+        security.act_as_reader(conn, filters.principals)
+        return vector, candidates.vector_candidates(conn, table_name, vector, where, params, config)
+
+
 def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
-            layout: int | None, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
+            layout: int | None, rows: sql.Composable | None = None,
+            vector_conn: psycopg.Connection | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
-    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked."""
+    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked.
+    The vector side runs on `vector_conn` where there is one, beside the lexical side."""
     where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
     lexical_weight = config.lexical_weight
     # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
@@ -240,23 +269,30 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         where = sql.SQL("{} AND {}").format(where, rows)
         lexical_weight = config.topic_lexical_weight
     extra = expansion_words(query, config) if config.expand_lexical or config.expand_vector else ""
-    vector = embedding = None
+    vector = side = None
     if config.mode in ("hybrid", "vector"):
-        # The model embeds the query while the database answers the lexical side: each waits on
-        # its own core instead of one after the other.
-        embedding = _EMBEDDING.submit(embedder.encode, [f"{query} {extra}" if config.expand_vector and extra else query])
+        # The model embeds the query (and a second connection reads its neighbours) while the
+        # database answers the lexical side: each waits on its own core, not one after the other.
+        text = f"{query} {extra}" if config.expand_vector and extra else query
+        side = _EMBEDDING.submit(_vector_side, vector_conn, embedder, text, filters, table_name, where, params, config)
     words = []
-    if config.mode in ("hybrid", "lexical"):
-        lexical_extra = extra if config.expand_lexical else ""
-        words.append((lexical_weight, candidates.lexical_candidates(
-            conn, table_name, query, lexical_extra, where, params, config, layout, posting_filter)))
-        if config.title_weight:
-            words.append((config.title_weight,
-                          candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
+    try:
+        if config.mode in ("hybrid", "lexical"):
+            lexical_extra = extra if config.expand_lexical else ""
+            words.append((lexical_weight, candidates.lexical_candidates(
+                conn, table_name, query, lexical_extra, where, params, config, layout, posting_filter)))
+            if config.title_weight:
+                words.append((config.title_weight,
+                              candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
+    finally:
+        if side is not None:
+            wait([side])  # the second connection is the caller's again only once its reads are done
     lists = []
-    if embedding is not None:
-        vector = embedding.result()[0]
-        lists.append((config.vector_weight, candidates.vector_candidates(conn, table_name, vector, where, params, config)))
+    if side is not None:
+        vector, near = side.result()
+        if near is None:
+            near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
+        lists.append((config.vector_weight, near))
     lists += words  # vector first, as fusion has always taken them: ties keep that order
     fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
@@ -289,10 +325,11 @@ def _is_topic(conn, table_name, query, filters: _Filters, config: SearchConfig, 
 
 
 def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder,
-                   layout: int | None) -> SearchResponse:
-    ranked = _ranked(conn, table_name, query, filters, config, embedder, layout)
+                   layout: int | None, vector_conn=None) -> SearchResponse:
+    ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, vector_conn=vector_conn)
     if _is_topic(conn, table_name, query, filters, config, ranked):
-        ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, _TOPIC_ROWS[config.topic_rows])
+        ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, _TOPIC_ROWS[config.topic_rows],
+                         vector_conn)
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or
@@ -333,7 +370,7 @@ def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters:
     order = sql.SQL("ordinal")
     query_params: dict = {}
     if len(rest.split()) >= 2:
-        order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": embedder.encode([rest])[0]}
+        order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": _EMBEDDING.submit(embedder.encode, [rest]).result()[0]}
     # Materialised so the planner filters by number first: an HNSW scan ordered by the query
     # would see only its nearest few hundred verses and could return fewer than k.
     verses = conn.execute(

@@ -2,7 +2,8 @@
 
 FastAPI on uvicorn: the ecosystem's usual pair for a small JSON API, with validation of query
 parameters and an OpenAPI page (`/docs`) for free. The model is loaded once, at start; searches
-take a connection from a pool that survives a database restart (lectio.index.pool), and run
+take two connections from a pool that survives a database restart (lectio.index.pool), one for
+the lexical side and one for the vector side that runs beside it, and run
 under row-level security with the principals of the caller's verified token (lectio.serving.auth),
 so a bug here still cannot widen what the database lets a principal read.
 """
@@ -47,7 +48,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     async def lifespan(app: FastAPI):
         state["embedder"] = Embedder()
         state["embedder"].encode(["warm up"])  # the first encode pays for lazy loading
-        state["pool"] = ReadPool(settings, size=pool_size)
+        state["pool"] = ReadPool(settings, size=pool_size, pairs=True)
         yield
         state["pool"].close()
 
@@ -87,9 +88,9 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
             return JSONResponse({"error": problem}, status_code=400)
         started = time.perf_counter()
         try:
-            response = state["pool"].run(lambda conn: search(
+            response = state["pool"].run_pair(lambda conn, second: search(
                 conn, q, k=k, principals=principals, filters=filters, config=SearchConfig(mode=mode),
-                embedder=state["embedder"]))
+                embedder=state["embedder"], vector_conn=second))
         except Exception:
             metrics.errors.inc()
             raise

@@ -4,6 +4,7 @@ import time
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from lectio.index import security, store
@@ -15,16 +16,37 @@ from lectio.sources import PrincipalError
 QUERY = "anxious prayer before the hospital appointment"
 
 
-def sources_seen(conn, principals, mode="hybrid"):
-    results = search(conn, QUERY, k=50, principals=principals, config=SearchConfig(mode=mode)).results
+def sources_seen(conn, principals, mode="hybrid", vector_conn=None):
+    results = search(conn, QUERY, k=50, principals=principals, config=SearchConfig(mode=mode),
+                     vector_conn=vector_conn).results
     return {r.source_id for r in results}
 
 
-def test_private_notes_reach_only_their_owner_through_search(main_run, conn):
-    for mode in ("hybrid", "vector", "lexical"):
-        assert "notes-bob" in sources_seen(conn, ("public", "user:bob"), mode)
-        assert "notes-bob" not in sources_seen(conn, ("public", "user:alice"), mode)
-        assert not {"notes-alice", "notes-bob"} & sources_seen(conn, ("public",), mode)
+class Watched(psycopg.Connection):
+    """A connection that notes who it is when it reads the index's vectors."""
+
+    vector_readers: list
+
+    def execute(self, query, params=None, **options):
+        cursor = super().execute(query, params, **options)
+        text = query.as_string(self) if isinstance(query, sql.Composable) else str(query)
+        if "embedding <=>" in text:
+            self.vector_readers.append(super().execute("SELECT current_user, current_setting('lectio.principals', true)").fetchone())
+        return cursor
+
+
+def test_private_notes_reach_only_their_owner_through_search(main_run, conn, database):
+    # Also with the vector side on a second connection, as the service searches.
+    with Watched.connect(database.url, autocommit=True) as second:
+        register_vector(second)
+        second.vector_readers = []
+        for mode, vector_conn in [(m, c) for m in ("hybrid", "vector", "lexical") for c in (None, second)]:
+            assert "notes-bob" in sources_seen(conn, ("public", "user:bob"), mode, vector_conn)
+            assert "notes-bob" not in sources_seen(conn, ("public", "user:alice"), mode, vector_conn)
+            assert not {"notes-alice", "notes-bob"} & sources_seen(conn, ("public",), mode, vector_conn)
+    # The second connection read as the reader role, under row-level security, with a token.
+    assert len(second.vector_readers) == 6  # hybrid and vector, three readers each
+    assert all(user == security.READER_ROLE and token for user, token in second.vector_readers)
     # A reference lookup goes through the same rules: a principal granted nothing sees nothing.
     assert search(conn, "Philippians 4:6", principals=("user:nobody",)).results == []
 

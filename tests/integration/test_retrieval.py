@@ -205,6 +205,15 @@ def test_postings_find_what_scoring_every_chunk_finds(conn, small_index, query, 
     assert [score for _, score in read] == pytest.approx([score for _, score in scanned], rel=1e-12)
 
 
+@pytest.mark.parametrize("query", ["the Lord is my shepherd", "do not be anxious about anything", "quillwort care"])
+def test_the_vector_side_on_a_second_connection_ranks_the_same(conn, small_index, database, query):
+    principals = ("public", "user:alice")
+    alone = find(conn, small_index, query, principals=principals)
+    with database.connect() as second:
+        beside = find(conn, small_index, query, principals=principals, vector_conn=second)
+    assert alone.results and [(r.chunk_id, r.score) for r in beside.results] == [(r.chunk_id, r.score) for r in alone.results]
+
+
 def test_postings_read_deep_enough_score_as_before(conn, small_index):
     # Reading only each word's single best posting finds fewer chunks, each scored as before.
     shallow = SearchConfig(lexical_depth=1, lexical_rescored=3)
