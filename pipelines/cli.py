@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                                "the parts are fixed by a hash of each query's id")
     evaluate.add_argument("--prominence", type=float, metavar="WEIGHT",
                           help="the citation prior's weight for this evaluation (to compare on a dev part)")
+    evaluate.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="settings",
+                          help="a search setting for this evaluation, e.g. ef_search=200 or expansion_weight=0.5 "
+                               "(any field of lectio.retrieval.config.SearchConfig; repeatable)")
     evaluate.add_argument("--baselines", action="store_true",
                           help="also score plain verse-vector, verse-BM25, verse-hybrid and chapter-vector designs "
                                "on the same index version")
@@ -278,13 +281,18 @@ def _eval(args) -> int:
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.querysets import load_queries, select_part
 
+    from lectio.retrieval.config import configured
+
+    try:
+        config = configured(args.settings, mode=args.mode,
+                            **({} if args.prominence is None else {"prominence_weight": args.prominence}))
+    except ValueError as exc:
+        print(f"lectio eval: {exc}", file=sys.stderr)
+        return 2
     settings = load_settings()
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
-        from lectio.retrieval.config import SearchConfig
-
-        config = SearchConfig(mode=args.mode, **({} if args.prominence is None else {"prominence_weight": args.prominence}))
         report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines,
                                 config=config)
     report["part"] = args.part

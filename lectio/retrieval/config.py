@@ -3,6 +3,7 @@ under the same configuration, and the CLI's options each set one field."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from lectio.index.postings import BM25_B, BM25_K1
@@ -81,3 +82,31 @@ class SearchConfig:
     # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
     # taken. None keeps the ranking as fused.
     mmr_lambda: float | None = None
+
+
+def configured(assignments: list[str], **fields) -> SearchConfig:
+    """A SearchConfig from `fields` and FIELD=VALUE strings (`lectio eval --set`), each value read
+    as its field's type; a ValueError naming the assignment for an unknown field or a bad value."""
+    types = {f.name: f.type for f in dataclasses.fields(SearchConfig)}
+    values = dict(fields)
+    for item in assignments:
+        name, sep, raw = (part.strip() for part in item.partition("="))
+        if not sep or name not in types:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, FIELD one of {', '.join(types)}")
+        values[name] = _value(raw, str(types[name]), item)
+    return SearchConfig(**values)
+
+
+def _value(raw: str, kind: str, item: str):
+    if "None" in kind and raw.lower() in ("none", "off"):
+        return None
+    try:
+        if kind.startswith("bool"):
+            return {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}[raw.lower()]
+        if kind.startswith("int"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+    except (KeyError, ValueError):
+        raise ValueError(f"--set {item!r}: {raw!r} is not of type {kind}") from None
+    return raw
