@@ -99,10 +99,14 @@ _MATCHING = """
 """
 
 # The best `depth` postings of each query word, summed; the best `rescored` of those chunks are
-# scored in full below. A word rarer than `depth` chunks is read whole.
+# scored in full below. A word rarer than `depth` chunks is read whole. Each word's weight is
+# computed once (materialized; inlined, it was computed again for every posting read), and the
+# arithmetic is float8 throughout: a numeric constant made it numeric, slower and no more exact
+# here (the half-integers and quarters involved are exact in float8).
 _BEST_POSTINGS = """
-    weighted AS (SELECT t.lexeme, t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5)) AS wi
-                 FROM terms t CROSS JOIN stats s LEFT JOIN {lexicon} l ON l.word = t.lexeme),
+    weighted AS MATERIALIZED (
+        SELECT t.lexeme, t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5::float8) / (coalesce(l.ndoc, 1) + 0.5::float8)) AS wi
+        FROM terms t CROSS JOIN stats s LEFT JOIN {lexicon} l ON l.word = t.lexeme),
     best AS (SELECT p.chunk_id FROM weighted w
              CROSS JOIN LATERAL (SELECT chunk_id, impact FROM {postings}
                                  WHERE term = w.lexeme AND {posting_filter}
@@ -118,8 +122,8 @@ _ON_CHUNK = "EXISTS (SELECT 1 FROM {table} c WHERE c.chunk_id = {postings}.chunk
 # BM25 of each candidate, from its own full-text vector: the same score whichever way it was found.
 _SCORED = """
     SELECT c.chunk_id,
-           sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5) / (coalesce(l.ndoc, 1) + 0.5))
-               * u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl))) AS score
+           sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5::float8) / (coalesce(l.ndoc, 1) + 0.5::float8))
+               * u.tf * ({k1}::float8 + 1) / (u.tf + {k1}::float8 * (1 - {b}::float8 + {b}::float8 * length(c.tsv) / s.avgdl))) AS score
     FROM candidates c
     CROSS JOIN stats s
     CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)
