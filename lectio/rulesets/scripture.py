@@ -32,7 +32,8 @@ RULES = {
         "uncovered_verses": "join the preceding pericope of the book",
         "paragraph_context_sentences": 2,
         "paragraph_max_tokens": MAX_TEXT_TOKENS,
-        "revision": 2,
+        "split_paragraph_context": "each piece's neighbouring piece, or the neighbouring paragraph at the paragraph's ends",
+        "revision": 3,
     },
     "chapter": {"granularities": ["chapter"], "revision": 1},
     "fixed-512": {"granularities": ["window"], "window_tokens": 512, "overlap_tokens": 64, "revision": 1},
@@ -215,7 +216,11 @@ def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
 def _span(rows: list[tuple], source: Source, suffix: str, label_suffix: str = "") -> dict:
     """Fields shared by every chunk that covers a run of verses."""
     first, last = rows[0], rows[-1]
-    if first.book != last.book:
+    if first.ref == last.ref:
+        # One verse: the id keeps the span's form (first ref, then the end), the label names the verse.
+        end = f"{last.verse}"
+        label = _label(first)
+    elif first.book != last.book:
         end = f"{last.book}_{last.chapter}_{last.verse}"
         label = f"{_label(first)}-{_label(last)}"
     elif first.chapter != last.chapter:
@@ -277,7 +282,9 @@ def _verses(verses: list[tuple], source: Source, suffix: str, parent_of: dict, p
 
 def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -> list[dict]:
     """Each paragraph with two sentences of its neighbours either side, within the model's
-    window; a paragraph too long for it is cut at verse boundaries (poetry has few marks)."""
+    window; a paragraph too long for it is cut at verse boundaries (poetry has few marks), and
+    each piece's neighbours are the text just before and after the piece: the neighbouring
+    pieces of its paragraph, or the neighbouring paragraphs at the paragraph's two ends."""
     context, limit = rules["paragraph_context_sentences"], rules["paragraph_max_tokens"]
     groups = _paragraph_groups(verses)
     texts = [" ".join(v.text for v in g) for g in groups]
@@ -286,14 +293,21 @@ def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -
     pieces = []  # (verses of the piece, the options from most context to none)
     for i, group in enumerate(groups):
         same_book = lambda j: 0 <= j < len(groups) and groups[j][0].book == group[0].book  # noqa: E731
-        before = sentences_of[i - 1] if same_book(i - 1) else []
-        after = sentences_of[i + 1] if same_book(i + 1) else []
-        window = [" ".join(before[-context:]), " ".join(after[:context])]
+        paragraph_before = sentences_of[i - 1] if same_book(i - 1) else []
+        paragraph_after = sentences_of[i + 1] if same_book(i + 1) else []
+        # Room for the verses once the neighbouring paragraphs' context is set aside: an estimate
+        # for the inner pieces too, whose context (the next piece's sentences) the options below fit.
+        window = [" ".join(paragraph_before[-context:]), " ".join(paragraph_after[:context])]
         budget = limit - sum(count_tokens(window)) - 2
-        for piece in _pack_verses(group, verse_tokens, max(budget, limit // 2)):
-            core = " ".join(v.text for v in piece)
+        cut = _pack_verses(group, verse_tokens, max(budget, limit // 2))
+        cores = [" ".join(v.text for v in piece) for piece in cut]
+        for k, (piece, core) in enumerate(zip(cut, cores)):
+            # Within the book, the text just before the piece and just after it: an unsplit
+            # paragraph's neighbours are the paragraphs either side.
+            before = sentences(cores[k - 1]) if k > 0 else paragraph_before
+            after = sentences(cores[k + 1]) if k + 1 < len(cut) else paragraph_after
             # Two sentences of context each side where they fit, else one, else none: the
-            # paragraph's own verses are never cut to make room.
+            # piece's own verses are never cut to make room.
             options = [[" ".join(before[len(before) - n :]) if n else "", core, " ".join(after[:n])] for n in range(context, -1, -1)]
             pieces.append((piece, ["\n".join(t for t in parts if t) for parts in options]))
     count_tokens([options[0] for _, options in pieces])  # one batch; most fit with full context

@@ -157,3 +157,48 @@ def test_baseline_rulesets(settings):
     assert set(windows[0].refs) & set(windows[1].refs)
     with pytest.raises(SourceError, match="unknown scripture chunking 'sentences'"):
         scripture.chunk(Source(**{**chapters.__dict__, "chunking": "sentences"}), structure)
+
+
+
+@pytest.fixture(scope="module")
+def split_paragraph(settings):
+    """Philippians 4's paragraph pieces with room for 96 tokens, too few for WEB's paragraph
+    4:10-20, which is cut at verse boundaries; (verse texts, pieces of 4:10-20, all paragraphs)."""
+    source = Source(**{**bible("Philippians 4").__dict__, "rules": {"paragraph_max_tokens": 96}})
+    structure = scripture.parse(source, scripture.read(source, settings.corpus_dir))
+    paragraphs = [c for c in scripture.chunk(source, structure) if c.granularity == "paragraph"]
+    pieces = [p for p in paragraphs if 10 <= p.verse <= 20]
+    assert [r for p in pieces for r in p.refs] == [f"phil_4_{n}" for n in range(10, 21)] and len(pieces) > 2
+    return dict(zip(structure["ref"], structure["text"])), pieces, paragraphs
+
+
+def test_a_split_paragraphs_pieces_carry_their_own_neighbours_as_context(split_paragraph):
+    from lectio.rulesets.textsplit import sentences
+
+    text_of, pieces, paragraphs = split_paragraph
+    verses = lambda piece: " ".join(text_of[r] for r in piece.refs)  # noqa: E731
+    outside_before, outside_after = paragraphs[paragraphs.index(pieces[0]) - 1], paragraphs[paragraphs.index(pieces[-1]) + 1]
+    assert outside_before.refs[-1] == "phil_4_9" and outside_after.refs[0] == "phil_4_21"
+    # Each piece: the text just before it (the previous piece, or 4:9's paragraph for the first)
+    # and just after it (the next piece, or 4:21's paragraph for the last), as many sentences as fit.
+    neighbours = [outside_before, *pieces, outside_after]
+    for before, piece, after in zip(neighbours, neighbours[1:], neighbours[2:]):
+        n = piece.metadata["context_sentences"]
+        parts = [" ".join(sentences(verses(before))[-n:]) if n else "", verses(piece), " ".join(sentences(verses(after))[:n])]
+        assert piece.text == "\n".join(t for t in parts if t), piece.chunk_id
+    inner = pieces[len(pieces) // 2]
+    assert inner.metadata["context_sentences"] >= 1
+    assert "Finally, brothers" not in inner.text and "Greet every saint" not in inner.text  # 4:8, 4:21
+
+
+def test_a_split_paragraphs_pieces_are_headed_by_their_own_verses(split_paragraph):
+    _, pieces, _ = split_paragraph
+    # A one-verse piece is headed by that verse ("Philippians 4:18", not "4:18-18"); its id
+    # keeps the span's form.
+    single = next(p for p in pieces if len(p.refs) == 1)
+    assert single.header == f"Philippians 4:{single.verse} (WEB)"
+    assert single.chunk_id == f"phil_4_{single.verse}_{single.verse}_web_para"
+    for piece in pieces:
+        last = piece.refs[-1].rsplit("_", 1)[1]
+        assert piece.header == f"Philippians 4:{piece.verse}" + (f"-{last}" if len(piece.refs) > 1 else "") + " (WEB)"
+        assert piece.metadata["start_ref"] == piece.refs[0] and piece.metadata["end_ref"] == piece.refs[-1]
