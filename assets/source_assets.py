@@ -2,9 +2,10 @@
 
 Staleness is per source: `source_inputs` observes each source's input fingerprint (entry, input
 files, the version of the ruleset that chunks it, the embedding model) as its data version, and
-every later stage descends from it. An asset's code version would be one for all partitions, so
-a rule change would mark every source stale; through the data version it marks only the sources
-that ruleset chunks.
+`raw_texts` depends on it, so a new fingerprint marks that source's `raw_texts` stale (and each
+later stage once the stage before it is materialized again). An asset's code version would be one
+for all partitions, so a rule change would mark every source stale; through the data version it
+marks only the sources that ruleset chunks.
 """
 
 

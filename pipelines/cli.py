@@ -280,7 +280,6 @@ def _serve(args) -> int:
 def _eval(args) -> int:
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.querysets import load_queries, select_part
-
     from lectio.retrieval.config import configured
 
     try:
