@@ -79,14 +79,15 @@ class ReadPool:
         with self._recovering:
             if server_is_down(self.settings):
                 restart_embedded(self.settings)
-            for pool in (self._pool, self._seconds):
-                if pool is not None:
-                    pool.check()
+            for pool in self._pools():
+                pool.check()
 
     def close(self) -> None:
-        for pool in (self._pool, self._seconds):
-            if pool is not None:
-                pool.close()
+        for pool in self._pools():
+            pool.close()
+
+    def _pools(self) -> list[ConnectionPool]:
+        return [pool for pool in (self._pool, self._seconds) if pool is not None]
 
     def __enter__(self) -> "ReadPool":
         return self

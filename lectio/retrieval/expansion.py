@@ -107,10 +107,15 @@ def _word_synonyms(word: str, min_count: int, min_share: float, max_terms: int, 
     return renderings.synonyms(form, min_count, min_share, max_terms) if form else ()
 
 
+def query_words(query: str) -> list[str]:
+    """The query's words, lower case, with a typographic apostrophe made plain."""
+    return [w.lower().replace("’", "'") for w in _WORD.findall(query)]
+
+
 def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_terms: int = 3,
                path: Path = RENDERINGS) -> list[str]:
     """Words to add for `query`, in the order of the query's words, without the words it holds."""
-    words = [w.lower().replace("’", "'") for w in _WORD.findall(query)]
+    words = query_words(query)
     present = set(words)
     found: list[str] = []
     for word in words:

@@ -12,17 +12,17 @@ from __future__ import annotations
 import re
 
 from lectio.readers.renderings import is_function_word
+from lectio.retrieval.expansion import query_words
 
 TOPIC = "topic"
 SENTENCE = "sentence"
 
 _QUESTION = re.compile(r"\s*(?:what|how|why|who|whom|whose|where|when|which|should|can|could|does|do|did|is|are|was|will|would)\b",
                        re.IGNORECASE)
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 
 def content_words(query: str) -> list[str]:
-    return [w for w in _WORD.findall(query.lower()) if not is_function_word(w)]
+    return [w for w in query_words(query) if not is_function_word(w)]
 
 
 def query_shape(query: str, topic_words: int) -> str:
