@@ -166,7 +166,8 @@ def lexical_candidates(conn, table_name, query, extra: str, where, params, confi
 
 def title_candidates(conn, table_name, query, where, params, config: SearchConfig, layout: int | None = None):
     """Pericopes whose title the query names: most of the title's words are in the query and
-    most of the query's words are in the title ("the Lord's Prayer", "crossing the Red Sea")."""
+    more than half of the query's words (`title_query_share`) are in the title ("the Lord's
+    Prayer", "crossing the Red Sea")."""
     # Versions of layout 7 store each title's words (and index them); older ones are read whole.
     words = "title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
     rows = conn.execute(
@@ -183,10 +184,10 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
                                    cardinality(t.words) AS title_words, cardinality(q.words) AS query_words
                             FROM titled t, q)
             SELECT chunk_id, (shared / title_words) * (shared / query_words) AS score
-            FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= 0.5
+            FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= %(query_share)s
             ORDER BY score DESC, chunk_id LIMIT %(limit)s
             """
         ).format(table=sql.Identifier(table_name), where=where, words=sql.SQL(words)),
-        {"query": query, **params, "limit": config.candidates},
+        {"query": query, **params, "limit": config.candidates, "query_share": config.title_query_share},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]

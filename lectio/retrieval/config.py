@@ -44,8 +44,13 @@ class SearchConfig:
     expansion_min_count: int = 5
     expansion_min_share: float = 0.1
     expansion_max_terms: int = 3
-    # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles.
+    # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles: most of
+    # the title's words are in the query, and at least `title_query_share` of the query's words are
+    # in the title. At a half, one common word of two ("son" of "the prodigal son") matched a
+    # title ("Aaron's Sons") and outranked the story; 0.6 was chosen on the theology set's dev part
+    # over 0.5, 0.75 and 1 (see docs/results.md).
     title_weight: float = 1.0
+    title_query_share: float = 0.6
     # A short topic (at most `topic_words` content words, no question, its best hit not a whole
     # pericope; see lectio.retrieval.shape) is ranked again over `topic_rows` only ("verses":
     # scripture verses, "verses+other": verses and the other kinds, "all": no second ranking),

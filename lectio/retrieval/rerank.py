@@ -9,13 +9,16 @@ import numpy as np
 from psycopg import sql
 
 # The columns a result row carries, in the order every reader of rows expects.
-COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title"]
+COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title",
+           "answer_span"]
+SELECT_COLUMNS = sql.SQL(", ").join(
+    [*map(sql.Identifier, COLUMNS[:-1]), sql.SQL("metadata -> 'answer_span' AS answer_span")])
 
 
 def rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
     rows = conn.execute(
         sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
-            cols=sql.SQL(", ").join(map(sql.Identifier, COLUMNS)), table=sql.Identifier(table_name)),
+            cols=SELECT_COLUMNS, table=sql.Identifier(table_name)),
         [ids],
     ).fetchall()
     by_id = {row[0]: row for row in rows}

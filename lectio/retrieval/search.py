@@ -52,7 +52,7 @@ class Result:
     refs: list[str]
     source_id: str
     breadcrumb: str | None
-    text: str  # what a caller hands to a model: the context header, then the chunk
+    text: str  # what a caller hands to a model: the context header, then the chunk's own text
     score: float
     granularity: str
     translation: str | None
@@ -202,7 +202,8 @@ def _rows_to_results(rows, scores) -> list[Result]:
     results = []
     for rank, (row, score) in enumerate(zip(rows, scores), start=1):
         r = dict(zip(rerank.COLUMNS, row))
-        text = f"{r['header']}\n{r['text']}" if r["header"] else r["text"]
+        own = r["text"][slice(*r["answer_span"])] if r["answer_span"] else r["text"]
+        text = f"{r['header']}\n{own}" if r["header"] else own
         results.append(
             Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"], text,
                    round(float(score), 4), r["granularity"], r["translation"])
@@ -222,7 +223,7 @@ def _lookup(conn, table, query, ranges: list[RefRange], k, filters: _Filters, ve
         rows = conn.execute(
             sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
                     "ORDER BY ordinal, translation LIMIT %(k)s").format(
-                cols=sql.SQL(", ").join(map(sql.Identifier, rerank.COLUMNS)), table=table, span=span, where=where),
+                cols=rerank.SELECT_COLUMNS, table=table, span=span, where=where),
             {**span_params, **params, "k": k},
         ).fetchall()
         if rows:

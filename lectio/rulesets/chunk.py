@@ -53,6 +53,8 @@ class Chunk:
     testament: str | None = None
     genre: str | None = None
     title: str | None = None
+    # "answer_span": [start, end] marks the part of `text` a search result carries, where the
+    # rest is there only to help the chunk be found (a paragraph's neighbouring sentences).
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property

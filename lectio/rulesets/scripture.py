@@ -33,7 +33,8 @@ RULES = {
         "paragraph_context_sentences": 2,
         "paragraph_max_tokens": MAX_TEXT_TOKENS,
         "split_paragraph_context": "each piece's neighbouring piece, or the neighbouring paragraph at the paragraph's ends",
-        "revision": 3,
+        "paragraph_answer": "its own verses, without the neighbours' sentences",
+        "revision": 4,
     },
     "chapter": {"granularities": ["chapter"], "revision": 1},
     "fixed-512": {"granularities": ["window"], "window_tokens": 512, "overlap_tokens": 64, "revision": 1},
@@ -309,16 +310,21 @@ def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -
             # Two sentences of context each side where they fit, else one, else none: the
             # piece's own verses are never cut to make room.
             options = [[" ".join(before[len(before) - n :]) if n else "", core, " ".join(after[:n])] for n in range(context, -1, -1)]
-            pieces.append((piece, ["\n".join(t for t in parts if t) for parts in options]))
-    count_tokens([options[0] for _, options in pieces])  # one batch; most fit with full context
+            pieces.append((piece, options))
+    count_tokens(["\n".join(t for t in options[0] if t) for _, options in pieces])  # one batch; most fit with full context
     specs = []
     for piece, options in pieces:
-        for n, text in zip(range(context, -1, -1), options):
+        for n, (before, core, after) in zip(range(context, -1, -1), options):
+            text = "\n".join(t for t in (before, core, after) if t)
             if count_tokens([text])[0] <= limit:
                 break
         spec = _span(piece, source, suffix, "_para")
         spec.update(granularity="paragraph", text=text)
         spec["metadata"]["context_sentences"] = n
+        # The neighbours' sentences help the paragraph be found, but they are not the verses its
+        # header names: an answer carries only `text[start:end]`.
+        start = len(before) + 1 if before else 0
+        spec["metadata"]["answer_span"] = [start, start + len(core)]
         specs.append(spec)
     return specs
 

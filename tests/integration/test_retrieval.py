@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 import pandas as pd
+from psycopg import sql
 
 from lectio.index import citations as prominence
 from lectio.index import postings, security, store
@@ -126,6 +127,23 @@ def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
     assert len(kept) == 20  # without collapsing, redundant hits fill the list
 
 
+def test_a_paragraph_answers_with_its_own_verses_not_its_neighbours(conn, small_index):
+    version, _ = small_index
+    table = sql.Identifier(store.get_version(conn, version).table_name)
+    verse_text = dict(conn.execute(sql.SQL("SELECT refs[1], text FROM {} WHERE granularity = 'verse'").format(table)).fetchall())
+    paragraphs = [r for query in ("do not be anxious about anything", "the Lord is my shepherd")
+                  for r in find(conn, small_index, query, config=SearchConfig(mode="vector")).results
+                  if r.granularity == "paragraph"]
+    assert paragraphs
+    for hit in paragraphs:
+        header, own = hit.text.split("\n", 1)
+        assert header.startswith(("Philippians", "Psalm", "Romans", "John")), header
+        assert own == " ".join(verse_text[ref] for ref in hit.refs), hit.chunk_id
+    # What was embedded and indexed still holds the neighbouring sentences that found it.
+    stored = conn.execute(sql.SQL("SELECT text FROM {} WHERE chunk_id = %s").format(table), [paragraphs[0].chunk_id]).fetchone()[0]
+    assert len(stored) > len(paragraphs[0].text.split("\n", 1)[1])
+
+
 # ---------------------------------------------------------------- cross-references
 
 
@@ -235,6 +253,21 @@ def test_stored_title_words_match_as_the_titles_do(conn, small_index):
         assert stored == read
         found += stored
     assert found
+
+
+def test_a_title_matches_only_a_query_it_holds_most_of(conn, small_index):
+    table = store.get_version(conn, small_index[0]).table_name
+    where, params = _Filters(("public",), Filters()).where("WEB")
+
+    def titled(query, config=SearchConfig()):
+        with conn.transaction():
+            security.act_as_reader(conn, ("public",))
+            return [chunk_id for chunk_id, _ in candidates.title_candidates(conn, table, query, where, params, config, 7)]
+
+    assert titled("the good shepherd")[0].startswith("john_10_1_")
+    # One word of two ("shepherd" of "the hired shepherd") is no name for "The Good Shepherd".
+    assert titled("the hired shepherd") == []
+    assert titled("the hired shepherd", SearchConfig(title_query_share=0.5))
 
 
 # ---------------------------------------------------------------- citation prior

@@ -135,6 +135,10 @@ def test_paragraphs_carry_two_sentences_of_context_within_the_model_window(phili
     assert " ".join(text_of[r] for r in second.refs) in second.text
     assert second.metadata["context_sentences"] == 2
     assert second.text.startswith(" ".join(sentences(previous)[-2:]))
+    # An answer carries the paragraph's own verses only: the context is there to find it by.
+    start, end = second.metadata["answer_span"]
+    assert second.text[start:end] == " ".join(text_of[r] for r in second.refs)
+    assert all(p.text[slice(*p.metadata["answer_span"])] == " ".join(text_of[r] for r in p.refs) for p in paragraphs)
     assert second.chunk_id.endswith("_web_para")
 
 
