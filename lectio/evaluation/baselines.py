@@ -44,7 +44,7 @@ class Baselines:
         info = store.get_version(conn, version)
         if info is None:
             raise ValueError(f"no index version {version!r}")
-        self.embedder = embedder
+        self.embedder = embedder.for_model(info.model_id)  # queries embedded as the version's verses were
         with conn.transaction():
             security.act_as_reader(conn, principals)
             rows = conn.execute(

@@ -20,7 +20,7 @@ from lectio.retrieval import candidates, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
-from lectio.embedding.model import Embedder
+from lectio.embedding.model import Embedder, ModelChoice
 from lectio.bible.refs import RefRange, UnknownReference, parse_reference
 
 DEFAULT_PRINCIPALS = ("public",)
@@ -117,7 +117,10 @@ def search(
         ranges = parse_reference(query)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
-    embedder = embedder or Embedder()
+    try:
+        embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
+    except ValueError as exc:
+        return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.

@@ -144,6 +144,31 @@ def test_a_paragraph_answers_with_its_own_verses_not_its_neighbours(conn, small_
     assert len(stored) > len(paragraphs[0].text.split("\n", 1)[1])
 
 
+def test_a_version_is_searched_with_the_model_that_embedded_it(conn, small_index, tmp_path, settings):
+    from lectio.embedding.model import MODEL_NAME, ModelChoice
+
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(SOURCES)
+    frame = chunks_frame(run_source(sources, "web", settings.corpus_dir)[1])
+    int8 = Embedder(choice=ModelChoice(MODEL_NAME, "int8"))
+    embed_chunks(conn, frame, int8)
+    version = build_index(conn, frame, int8.model_id, [], switch_live=False).version
+    assert store.get_version(conn, version).model_id == int8.model_id != small_index[1].model_id
+    vector = SearchConfig(mode="vector")
+    query = "the Lord is my shepherd"
+    # This process embeds in fp32; the version's own model embeds the query all the same.
+    as_configured = search(conn, query, version=version, embedder=small_index[1], config=vector).results
+    as_built = search(conn, query, version=version, embedder=int8, config=vector).results
+    assert as_configured and [(r.chunk_id, r.score) for r in as_configured] == [(r.chunk_id, r.score) for r in as_built]
+    unknown = store.get_version(conn, version)
+    conn.execute("UPDATE index_versions SET model_id = 'e5-small@1.0' WHERE version = %s", [version])
+    try:
+        response = search(conn, query, version=version, embedder=small_index[1], config=vector)
+    finally:
+        conn.execute("UPDATE index_versions SET model_id = %s WHERE version = %s", [unknown.model_id, version])
+    assert not response.results and "'e5-small@1.0' is not one this lectio can load" in response.message
+
+
 # ---------------------------------------------------------------- cross-references
 
 

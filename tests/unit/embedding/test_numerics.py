@@ -10,11 +10,11 @@ from lectio.embedding import model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    numerics.precision.cache_clear()
-    model.model_id.cache_clear()
+    for cached in (numerics.precision, model.configured, model.model_id):
+        cached.cache_clear()
     yield monkeypatch
-    numerics.precision.cache_clear()
-    model.model_id.cache_clear()
+    for cached in (numerics.precision, model.configured, model.model_id):
+        cached.cache_clear()
 
 
 def test_offered_precisions_follow_the_cpu_flags(tmp_path):
@@ -30,6 +30,7 @@ def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
     assert numerics.precision() == "fp32" and "+" not in model.model_id()
     numerics.precision.cache_clear()
+    model.configured.cache_clear()
     model.model_id.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.precision() == "bf16" and model.model_id().endswith("+bf16")
@@ -37,6 +38,22 @@ def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.setenv("LECTIO_EMBED_PRECISION", "fp8")
     with pytest.raises(ValueError, match="LECTIO_EMBED_PRECISION must be one of fp32, bf16, int8"):
         numerics.precision()
+
+
+def test_the_model_is_a_setting_and_a_version_names_its_own(fresh):
+    fresh.setenv("LECTIO_EMBED_MODEL", "all-mpnet-base-v2")
+    with pytest.raises(ValueError, match="LECTIO_EMBED_MODEL must be one of all-MiniLM-L6-v2, not 'all-mpnet-base-v2'"):
+        model.configured()
+    fresh.delenv("LECTIO_EMBED_MODEL")
+    fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
+    model.configured.cache_clear()
+    default = model.Embedder()
+    assert default.for_model(default.model_id) is default
+    # A version embedded in int8 is searched with int8 query vectors, whatever this process embeds in.
+    int8 = default.for_model(f"{default.model_id}+int8")
+    assert int8.choice == model.ModelChoice(model.MODEL_NAME, "int8") and int8.model_id == f"{default.model_id}+int8"
+    with pytest.raises(ValueError, match="'e5-small@1.0' is not one this lectio can load"):
+        default.for_model("e5-small@1.0")
 
 
 def test_bf16_autocast_keeps_the_vectors_of_fp32():
