@@ -193,6 +193,26 @@ def test_a_drop_the_gate_cannot_tell_from_noise_is_reported_not_refused():
     assert result.passed and "within noise" in result.reason
 
 
+def test_the_gate_passes_a_real_gain_and_a_shuffled_change_of_nothing():
+    import numpy as np
+
+    rng = np.random.default_rng(20261201)
+    ids = [f"q{i:02}" for i in range(40)]
+    values = rng.uniform(0.2, 0.8, len(ids)).round(3)
+    live = {"set": report(dict(zip(ids, values)))}
+    # Every query a little better: the interval lies above zero.
+    gain = migration.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.05)))}, {"recall@20": 0.03})
+    assert gain.passed and gain.metrics["set"]["recall@20"]["ci95"][0] > 0
+    # Changes that are nothing but a shuffle of gains and losses of 0.3: 17 up and 23 down in a
+    # random order drop the mean by 0.045, past the tolerance, yet the interval holds zero.
+    signs = rng.permutation([1] * 17 + [-1] * 23)
+    shuffled = migration.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.3 * signs)))},
+                                {"recall@20": 0.03})
+    row = shuffled.metrics["set"]["recall@20"]
+    assert row["delta"] < -0.03 and row["ci95"][0] < 0 < row["ci95"][1] and row["noise"]
+    assert shuffled.passed and "within noise" in shuffled.reason
+
+
 def test_the_gate_refuses_failed_quality_checks_and_missing_sources():
     same = {"set": report({"a": 1.0})}
     quality = migration.decide("v1", "v2", same, same, {"recall@20": 0.03}, quality_failures=["web: permission_tags (…)"])
