@@ -8,7 +8,8 @@ import json
 import numpy as np
 from psycopg import sql
 
-# The columns a result row carries, in the order every reader of rows expects.
+# The columns a result row carries, in the order every reader of rows expects; the last, the part
+# of `text` a result returns (lectio.rulesets.chunk.Chunk), is read from the metadata.
 COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title",
            "answer_span"]
 SELECT_COLUMNS = sql.SQL(", ").join(

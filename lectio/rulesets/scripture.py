@@ -314,8 +314,8 @@ def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -
     count_tokens(["\n".join(t for t in options[0] if t) for _, options in pieces])  # one batch; most fit with full context
     specs = []
     for piece, options in pieces:
-        for n, (before, core, after) in zip(range(context, -1, -1), options):
-            text = "\n".join(t for t in (before, core, after) if t)
+        for n, (lead, core, tail) in zip(range(context, -1, -1), options):
+            text = "\n".join(t for t in (lead, core, tail) if t)
             if count_tokens([text])[0] <= limit:
                 break
         spec = _span(piece, source, suffix, "_para")
@@ -323,7 +323,7 @@ def _paragraphs(verses: list[tuple], source: Source, suffix: str, rules: dict) -
         spec["metadata"]["context_sentences"] = n
         # The neighbours' sentences help the paragraph be found, but they are not the verses its
         # header names: an answer carries only `text[start:end]`.
-        start = len(before) + 1 if before else 0
+        start = len(lead) + 1 if lead else 0
         spec["metadata"]["answer_span"] = [start, start + len(core)]
         specs.append(spec)
     return specs
