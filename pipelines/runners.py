@@ -19,6 +19,7 @@ from lectio.evaluation import gate as migration
 from lectio.index import store
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
+from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
 from assets.source_assets import source_observations
@@ -97,6 +98,9 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
 
     outcomes = []
     prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
+    if None in prints.values():  # a module not fetched yet: fetch, then fingerprint what was fetched
+        fetch_missing_modules(settings.sources_file, settings.corpus_dir)
+        prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
     # Observed before the runs, so each run's materializations record the inputs they were made from.
     for observation in source_observations(prints):
         instance.report_runless_asset_event(observation)

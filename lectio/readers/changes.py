@@ -18,8 +18,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from lectio.readers.corpus import has_module, sword_library
-from lectio.sources import SourceError, parse_source
+from lectio.readers.corpus import CorpusError, ensure_sword_module, has_module, sword_library
+from lectio.sources import SourceError, parse_source, read_entries
 
 SWORD_FORMATS = ("sword-bible", "sword-commentary", "sword-lexicon")
 
@@ -58,6 +58,21 @@ def input_fingerprint(entry: dict, sources_file: Path, corpus_dir: Path, ruleset
     if base is None:
         return None
     return hashlib.sha256(f"{base}|{ruleset}|{model}".encode()).hexdigest()
+
+
+def fetch_missing_modules(sources_file: Path, corpus_dir: Path) -> None:
+    """Download the SWORD modules the sources name that this machine lacks. A run fetches first
+    and fingerprints after, so a fresh machine's first run is recorded against its inputs and the
+    next run finds the sources unchanged. A module that cannot be had is left for its source's
+    own run to report."""
+    base = Path(sources_file).resolve().parent
+    for entry in read_entries(sources_file):
+        try:
+            source = parse_source(entry, base)
+            if source.format in SWORD_FORMATS and source.path is None and source.module:
+                ensure_sword_module(corpus_dir, source.module)
+        except (SourceError, CorpusError):
+            continue
 
 
 def _input_files(source, corpus_dir: Path) -> list[Path] | None:

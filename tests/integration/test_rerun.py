@@ -43,6 +43,21 @@ def test_nothing_changed_nothing_done_and_one_change_reruns_one_source(home):  #
     assert by_id["notes-alice"].facts["embeddings"]["embedded"] >= 1
 
 
+def test_a_fresh_machines_second_run_reuses_what_its_first_run_fetched(home, tmp_path):  # noqa: F811
+    from pipelines.runners import run_main
+
+    web = ("  - {id: web-fresh, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,\n"
+           "     select: \"Philemon\", acl: [public]}\n")
+    sources = home.sources("fresh-machine", extra=web)
+    fresh = dataclasses.replace(home.use(sources), corpus_dir=tmp_path / "corpus")  # no module on disk yet
+    assert registry.input_fingerprints(sources, fresh.corpus_dir)["web-fresh"] is None
+    first = run_main(fresh, echo=lambda _: None)
+    assert first.index["ok"] and not first.failed
+    before = ingest_runs()
+    again = run_main(fresh, echo=lambda _: None)
+    assert ingest_runs() == before and again.index["version"] == first.index["version"]
+
+
 def staleness(sources) -> dict[str, StaleStatus]:
     """What the UI shows for each source's first stage, the one that depends on its inputs (Dagster
     marks a later stage stale once the one before it has been materialized again)."""
