@@ -99,6 +99,7 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     outcomes = []
     prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
     if None in prints.values():  # a module not fetched yet: fetch, then fingerprint what was fetched
+        echo("fetching the SWORD modules this machine lacks …")
         fetch_missing_modules(settings.sources_file, settings.corpus_dir)
         prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
     # Observed before the runs, so each run's materializations record the inputs they were made from.

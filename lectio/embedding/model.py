@@ -45,19 +45,25 @@ class ModelChoice:
     def id(self) -> str:
         """Cache key of the model: a new package release may ship new weights, and other numerics
         give other vectors, so both are part of it (fp32 keeps the key it always had)."""
-        distribution = PACKAGED_MODELS[self.name][0]
-        return f"{self.name}@{version(distribution)}" + ("" if self.precision == numerics.DEFAULT else f"+{self.precision}")
+        release = _release(PACKAGED_MODELS[self.name][0])
+        return f"{self.name}@{release}" + ("" if self.precision == numerics.DEFAULT else f"+{self.precision}")
 
     @classmethod
     def of_id(cls, model_id: str) -> ModelChoice:
-        """The choice an index version's model id names. Another release of the same package
-        counts as the installed one: its id differs, so its vectors stay apart in the cache."""
+        """The choice an index version's model id names. Only the installed release of a model's
+        package can be loaded, so a version embedded by another release is searched with the
+        installed one (the cache keeps the two releases' vectors apart)."""
         name, _, rest = model_id.partition("@")
         precision = rest.partition("+")[2] or numerics.DEFAULT
         if name not in PACKAGED_MODELS or precision not in numerics.PRECISIONS:
             raise ValueError(f"embedding model {model_id!r} is not one this lectio can load "
                              f"(models: {', '.join(PACKAGED_MODELS)}; numerics: {', '.join(numerics.PRECISIONS)})")
         return cls(name, precision)
+
+
+@lru_cache(maxsize=None)
+def _release(distribution: str) -> str:
+    return version(distribution)
 
 
 @lru_cache(maxsize=1)
@@ -156,8 +162,17 @@ def _sentence_transformer(choice: ModelChoice | None = None):
     return _loaded(choice or configured())
 
 
-@lru_cache(maxsize=4)
+_LOADING = threading.Lock()
+
+
 def _loaded(choice: ModelChoice):
+    # The service's query threads may all ask for a model not loaded yet: it is loaded once.
+    with _LOADING:
+        return _load(choice)
+
+
+@lru_cache(maxsize=4)
+def _load(choice: ModelChoice):
     # Quietens the weight-loading progress bar and any attempt to reach a hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

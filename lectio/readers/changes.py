@@ -71,7 +71,7 @@ def fetch_missing_modules(sources_file: Path, corpus_dir: Path) -> None:
             source = parse_source(entry, base)
             if source.format in SWORD_FORMATS and source.path is None and source.module:
                 ensure_sword_module(corpus_dir, source.module)
-        except (SourceError, CorpusError):
+        except (SourceError, CorpusError, OSError):
             continue
 
 

@@ -59,7 +59,11 @@ def ensure_sword_module(corpus_dir: Path, module: str) -> Path:
         raise CorpusError(f"no known Debian package ships SWORD module {module!r}")
     with _locked(corpus_dir):
         if not has_module(library, module):
-            _fetch_deb(package, corpus_dir / "sword")
+            try:
+                _fetch_deb(package, corpus_dir / "sword")
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                # No apt-get or dpkg, no single .deb, an unpackable one: one line, for this source.
+                raise CorpusError(f"could not fetch {package} for SWORD module {module!r}: {exc}") from None
     if not has_module(library, module):
         raise CorpusError(f"package {package} did not contain module {module!r}")
     return library

@@ -165,9 +165,9 @@ def lexical_candidates(conn, table_name, query, extra: str, where, params, confi
 
 
 def title_candidates(conn, table_name, query, where, params, config: SearchConfig, layout: int | None = None):
-    """Pericopes whose title the query names: most of the title's words are in the query and
-    more than half of the query's words (`title_query_share`) are in the title ("the Lord's
-    Prayer", "crossing the Red Sea")."""
+    """Pericopes whose title the query names: most of the title's words are in the query and at
+    least `title_query_share` of the query's words are in the title ("the Lord's Prayer",
+    "crossing the Red Sea")."""
     # Versions of layout 7 store each title's words (and index them); older ones are read whole.
     words = "title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
     rows = conn.execute(

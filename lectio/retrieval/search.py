@@ -117,10 +117,11 @@ def search(
         ranges = parse_reference(query)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
-    try:
-        embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
-    except ValueError as exc:
-        return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
+    if not ranges:  # a reference is looked up, not embedded
+        try:
+            embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
+        except ValueError as exc:
+            return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.

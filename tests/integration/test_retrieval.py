@@ -164,9 +164,11 @@ def test_a_version_is_searched_with_the_model_that_embedded_it(conn, small_index
     conn.execute("UPDATE index_versions SET model_id = 'e5-small@1.0' WHERE version = %s", [version])
     try:
         response = search(conn, query, version=version, embedder=small_index[1], config=vector)
+        reference = search(conn, "Romans 5:1", version=version)  # looked up, not embedded
     finally:
         conn.execute("UPDATE index_versions SET model_id = %s WHERE version = %s", [unknown.model_id, version])
     assert not response.results and "'e5-small@1.0' is not one this lectio can load" in response.message
+    assert reference.mode == "reference" and reference.results[0].refs == ["rom_5_1"]
 
 
 # ---------------------------------------------------------------- cross-references
