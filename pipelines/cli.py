@@ -269,7 +269,7 @@ def _serve(args) -> int:
     from lectio.serving.app import create_app
     from lectio.serving.auth import Verifier
 
-    model.configured()  # a bad model setting is one line here, not a traceback from the server's start
+    model.configured_model()  # a bad model setting is one line here, not a traceback from the server's start
     public_key = os.environ.get("LECTIO_AUTH_PUBLIC_KEY")
     if public_key and Path(public_key).is_file():
         public_key = Path(public_key).read_text()

@@ -67,7 +67,7 @@ def _release(distribution: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def configured() -> ModelChoice:
+def configured_model() -> ModelChoice:
     """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked) and the numerics."""
     name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
     if name not in PACKAGED_MODELS:
@@ -79,9 +79,8 @@ def model_path(name: str = MODEL_NAME) -> Path:
     return Path(importlib.import_module(PACKAGED_MODELS[name][1]).get_model_path())
 
 
-@lru_cache(maxsize=1)
 def model_id() -> str:
-    return configured().id
+    return configured_model().id
 
 
 @lru_cache(maxsize=1)
@@ -159,7 +158,7 @@ def split_into_windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str
 
 
 def _sentence_transformer(choice: ModelChoice | None = None):
-    return _loaded(choice or configured())
+    return _loaded(choice or configured_model())
 
 
 _LOADING = threading.Lock()
@@ -189,7 +188,7 @@ class Embedder:
 
     def __init__(self, batch_size: int = 64, choice: ModelChoice | None = None):
         self.batch_size = batch_size
-        self.choice = choice or configured()
+        self.choice = choice or configured_model()
         self.model_id = self.choice.id
 
     def for_model(self, model_id: str) -> Embedder:

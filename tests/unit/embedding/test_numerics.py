@@ -10,10 +10,10 @@ from lectio.embedding import model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.precision, model.configured, model.model_id):
+    for cached in (numerics.precision, model.configured_model):
         cached.cache_clear()
     yield monkeypatch
-    for cached in (numerics.precision, model.configured, model.model_id):
+    for cached in (numerics.precision, model.configured_model):
         cached.cache_clear()
 
 
@@ -30,8 +30,7 @@ def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
     assert numerics.precision() == "fp32" and "+" not in model.model_id()
     numerics.precision.cache_clear()
-    model.configured.cache_clear()
-    model.model_id.cache_clear()
+    model.configured_model.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.precision() == "bf16" and model.model_id().endswith("+bf16")
     numerics.precision.cache_clear()
@@ -43,10 +42,10 @@ def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
 def test_the_model_is_a_setting_and_a_version_names_its_own(fresh):
     fresh.setenv("LECTIO_EMBED_MODEL", "all-mpnet-base-v2")
     with pytest.raises(ValueError, match="LECTIO_EMBED_MODEL must be one of all-MiniLM-L6-v2, not 'all-mpnet-base-v2'"):
-        model.configured()
+        model.configured_model()
     fresh.delenv("LECTIO_EMBED_MODEL")
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
-    model.configured.cache_clear()
+    model.configured_model.cache_clear()
     default = model.Embedder()
     assert default.for_model(default.model_id) is default
     # A version embedded in int8 is searched with int8 query vectors, whatever this process embeds in.
