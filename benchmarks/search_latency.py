@@ -154,7 +154,7 @@ def postings_against_scan(conn, version, queries: list[str], config: SearchConfi
     and the default filters: what the postings find of the full scan's, and at what cost."""
     if (version.layout or 0) < 7:
         return {"skipped": f"{version.version} was built before postings (layout {version.layout})"}
-    filters = _Filters(DEFAULT_PRINCIPALS, Filters())
+    filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
     where, params = filters.where(DEFAULT_TRANSLATION)
     read_times, scan_times, found, differences = [], [], [], []
     for query in queries:

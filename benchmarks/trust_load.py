@@ -42,10 +42,10 @@ def sources(folder: Path, context: int | None = None) -> Path:
         "sources:\n"
         "  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb,\n"
         f"     select: 'Philippians; Romans 8; Psalm 23', translation: WEB, acl: [public]{rules}}}\n"
-        f"  - {{id: guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'}, acl: [public]}}\n"
-        f"  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: {FIXTURES / 'notes' / 'alice.jsonl'},\n"
+        f"  - {{id: guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'}, allow_outside: true, acl: [public]}}\n"
+        f"  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: {FIXTURES / 'notes' / 'alice.jsonl'}, allow_outside: true,\n"
         "     acl: ['user:alice']}\n"
-        f"  - {{id: notes-bob, kind: notes, format: notes-jsonl, path: {FIXTURES / 'notes' / 'bob.jsonl'},\n"
+        f"  - {{id: notes-bob, kind: notes, format: notes-jsonl, path: {FIXTURES / 'notes' / 'bob.jsonl'}, allow_outside: true,\n"
         "     acl: ['user:bob']}\n"
     )
     return path

@@ -14,7 +14,7 @@ from pathlib import Path
 from lectio.index import revocation, store
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
-from lectio.sources import SourceError, check_principals, granted, load_sources
+from lectio.sources import SourceError, check_principals, load_sources
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                                "on the same index version")
 
     index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
-    index.add_argument("action", choices=["list", "switch", "rollback", "prune"])
+    index.add_argument("action", choices=["list", "switch", "rollback", "prune", "audit"],
+                       help="audit: judge every version against the sources file (revoke what shows too much)")
     index.add_argument("version", nargs="?")
     index.add_argument("--keep", type=int, default=3,
                        help="prune: other versions kept besides the live one and the rollback target (default 3)")
@@ -208,7 +209,7 @@ def _search(args) -> int:
     with ensure_database(settings).connect() as conn:
         store.ensure_schema(conn)
         if args.index:
-            _refuse_if_exposing(conn, args.index, settings)
+            _refuse_unservable(conn, args.index)
         response = search(
             conn,
             args.query,
@@ -338,8 +339,16 @@ def _index(args) -> int:
                 dropped = retain(conn, args.keep)
             if not args.json:
                 print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
+        elif args.action == "audit":
+            with store.writer_lock(conn, "this audit"):
+                judgement = _judge(conn, settings)
+            if not args.json:
+                print(judgement.describe() or "every version shows only what the sources file allows")
+        store.mark_abandoned_builds(conn)  # a build whose builder is gone is listed as abandoned
         versions = store.list_versions(conn)
     pruned = {"dropped": dropped} if args.action == "prune" else {}
+    if args.action == "audit":
+        pruned = {"revoked": judgement.revoked, "reinstated": judgement.reinstated}
     payload = {
         "versions": [
             {"version": v.version, "ruleset": v.ruleset, "model": v.model_id, "rows": v.rows, "metrics": v.metrics,
@@ -357,16 +366,24 @@ def _index(args) -> int:
 
 
 def _refuse_if_exposing(conn, version: str, settings) -> None:
-    """A version that shows chunks more widely than the sources file now allows is revoked here,
-    and refused with the sources that make it so."""
+    """Before a switch or rollback: every version is judged against the sources file as it
+    stands, and `version` is refused if it is revoked, naming the sources that make it so."""
+    if store.get_version(conn, version) is None:
+        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
+    _judge(conn, settings)
+    _refuse_unservable(conn, version)
+
+
+def _judge(conn, settings) -> revocation.Judgement:
+    return revocation.judge(conn, revocation.allowed_acls(load_sources(settings.sources_file)))
+
+
+def _refuse_unservable(conn, version: str) -> None:
+    """A version that does not exist or is revoked is refused in one line. Read only: searching
+    never judges (a reader's sources file must not revoke what everyone else is served)."""
     info = store.get_version(conn, version)
     if info is None:
         raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
-    allowed = granted(load_sources(settings.sources_file))
-    exposed = revocation.exposures(conn, version, allowed)
-    if exposed:
-        revocation.revoke_exposing(conn, allowed)
-        raise ValueError(f"index version {version} is revoked and is never served: {revocation.describe_exposure(exposed)}")
     if info.status == "revoked":
         raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
 

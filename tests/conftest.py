@@ -77,3 +77,22 @@ def main_run(settings):
     from pipelines.runners import run_main
 
     return run_main(settings, echo=lambda _: None)
+
+
+@pytest.fixture()
+def foreign_sources(database, fixture_sources):
+    """For a test that applies another sources file to the session's database. That file revokes
+    every version holding a source it does not list, as it would for a user; afterwards the
+    session's own file is applied again, which serves them again, and the live pointer goes back."""
+    from lectio.index import revocation, store
+    from lectio.sources import load_sources
+
+    with database.connect() as conn:
+        store.ensure_schema(conn)
+        live = store.live_version(conn)
+    yield
+    with database.connect() as conn:
+        store.ensure_schema(conn)
+        revocation.judge(conn, revocation.allowed_acls(load_sources(fixture_sources)))
+        if live and store.live_version(conn) != live:
+            store.switch_live(conn, live)

@@ -308,29 +308,32 @@ def apply(conn: psycopg.Connection, result: GateResult, keep: int = DEFAULT_KEEP
 
 
 def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
-    """Drop every version but the live one, the rollback target and the `keep` most recent other
-    ready versions; a version a killed build left behind is dropped once its builder is gone.
-    Each drop is one transaction (store.drop_version). Returns what was dropped."""
+    """Drop every version `to_drop` names; a version a killed build left behind is dropped once
+    its builder is gone. Each drop is one transaction (store.drop_version). Returns what was
+    dropped."""
     if keep < 0:
         raise ValueError("keep must be 0 or more")
     store.mark_abandoned_builds(conn)
-    versions = store.list_versions(conn)
-    revoked = {v.version for v in versions if v.status == "revoked"}
-    # A revoked rollback target is no target: it may never be served again, so it can go.
-    protected = {store.live_version(conn), store.previous_version(conn)} - {None} - (revoked - {store.live_version(conn)})
-    others = [v for v in versions if v.version not in protected and v.status != "building"]
-    ready = [v.version for v in others if v.status == "ready"]
-    kept = set(ready[len(ready) - keep:]) if keep else set()
+    versions = [(v.version, v.status) for v in store.list_versions(conn)]
     dropped = []
-    for v in others:
-        if v.version in kept:
-            continue
+    for version in to_drop(versions, store.live_version(conn), store.previous_version(conn), keep):
         try:
-            store.drop_version(conn, v.version)
+            store.drop_version(conn, version)
         except ValueError:
             continue  # switched to, or rebuilt, since it was listed: it stays
-        dropped.append(v.version)
+        dropped.append(version)
     return dropped
+
+
+def to_drop(versions: Sequence[tuple[str, str]], live: str | None, previous: str | None, keep: int) -> list[str]:
+    """Of (version, status) pairs, oldest first: what retention drops. Kept are the live
+    version, the rollback target unless it is revoked (it may never be served again), versions
+    still building, and the `keep` most recent other ready versions."""
+    protected = {live} | ({previous} if previous and dict(versions).get(previous) != "revoked" else set())
+    others = [(v, status) for v, status in versions if v not in protected and status != "building"]
+    ready = [v for v, status in others if status == "ready"]
+    kept = set(ready[-keep:]) if keep else set()  # ready[-0:] would be all of them
+    return [v for v, _ in others if v not in kept]
 
 
 def migrate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequence[Query]], *,

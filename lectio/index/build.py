@@ -10,7 +10,7 @@ import psycopg
 
 from lectio.quality import checks as quality
 from lectio.index import revocation, store
-from lectio.sources import Source, SourceError, granted
+from lectio.sources import Source, SourceError
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,23 @@ def build_index(
         blocked = f"; blocked by quality checks: {quality.describe(rejected)}" if rejected else ""
         blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(replaced.items()))
         raise ValueError(f"no chunks to index: every source failed or none is configured{blocked}")
+    # Judged before anything is reused or switched: a version that shows a chunk more widely
+    # than the sources file now allows (an ACL fixed or a source removed since it was built) is
+    # never served again, whatever points at it.
+    judgement = revocation.judge(conn, revocation.allowed_acls(sources)) if sources is not None else None
     fp = store.fingerprint(chunks, model_id)
     existing = store.find_ready_version(conn, fp)
     version = existing or store.build_version(conn, chunks, model_id, fp).version
-    current = store.live_version(conn)
+    current = store.get_version(conn)
+    # A revoked live version serves nobody: any version built from the file beats it, even one
+    # that lacks a failed source.
+    live_revoked = current is not None and current.status == "revoked"
+    current = current.version if current else None
     if not switch_live:
         live, reason = current == version, f"built as a candidate; {current or 'nothing'} stays live"
-    elif failed_sources and current is not None:
+    elif version in (judgement.revoked if judgement else {}):
+        live, reason = current == version, "not switched live: it is revoked"
+    elif failed_sources and current is not None and not live_revoked:
         live, reason = False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
     elif current == version:
         live, reason = True, "unchanged: this version was already live"
@@ -71,13 +81,9 @@ def build_index(
         live, reason = True, f"switched live (previous: {current or 'none'})"
     if rejected:
         reason += f"; failed quality checks: {quality.describe(rejected)}"
-    if sources is not None:
-        # A version that shows a chunk more widely than the sources file now allows (an ACL
-        # fixed since it was built) is never served again, whatever points at it.
-        revoked = revocation.revoke_exposing(conn, granted(sources))
-        if revoked:
-            reason += "; revoked " + "; ".join(f"{v} ({why})" for v, why in revoked.items())
-            live = live and version not in revoked
+    if judgement and (judgement.revoked or judgement.reinstated):
+        reason += "; " + judgement.describe()
+        live = live and version not in judgement.revoked
     rows = store.get_version(conn, version).rows
     if replaced:
         reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))

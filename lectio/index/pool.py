@@ -4,6 +4,10 @@ A connection the server dropped is noticed when it is taken from the pool (psyco
 it), and a call that failed because the server went away is retried once the server is back:
 this home's embedded server is started again here; an external one is waited for, with a
 backoff. Only reads go through here, so running a call again is always safe.
+
+A dead server is noticed in seconds, not psycopg_pool's default 30: a connection is waited for
+`wait` seconds (a new one cannot be made while the server is away, so a longer wait only delays
+the retry that restarts it), and a connection attempt gives up after CONNECT_SECONDS.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from lectio.settings import Settings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+CONNECT_SECONDS = 2  # libpq's connect_timeout; it rounds anything less up to 2
 
 
 class ReadPool:
@@ -29,8 +34,8 @@ class ReadPool:
     when `pairs` (a service's searches run their vector side on one, beside the lexical side)."""
 
     def __init__(self, settings: Settings, size: int = 4, attempts: int = 8, first_wait: float = 0.1,
-                 pairs: bool = False):
-        self.settings, self.attempts, self.first_wait = settings, attempts, first_wait
+                 pairs: bool = False, wait: float = 2.0):
+        self.settings, self.attempts, self.first_wait, self.wait = settings, attempts, first_wait, wait
         self._recovering = threading.Lock()
         url = ensure_database(settings).url
         self._pool = self._open(url, size, "lectio-read")
@@ -38,9 +43,9 @@ class ReadPool:
         # thread's first for its second.
         self._seconds = self._open(url, size, "lectio-read-second") if pairs else None
 
-    @staticmethod
-    def _open(url: str, size: int, name: str) -> ConnectionPool:
-        return ConnectionPool(url, min_size=1, max_size=size, open=True, name=name, kwargs={"autocommit": True},
+    def _open(self, url: str, size: int, name: str) -> ConnectionPool:
+        return ConnectionPool(url, min_size=1, max_size=size, open=True, name=name, timeout=self.wait,
+                              kwargs={"autocommit": True, "connect_timeout": CONNECT_SECONDS},
                               configure=register_vector, check=ConnectionPool.check_connection)
 
     def run(self, work: Callable[[psycopg.Connection], T]) -> T:
@@ -51,6 +56,17 @@ class ReadPool:
     def run_pair(self, work: Callable[[psycopg.Connection, psycopg.Connection | None], T]) -> T:
         """`work` on two pooled connections (the second None without `pairs`), retried as `run`."""
         return self._retried(lambda: self._on_two(work))
+
+    def run_once(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work` once, not retried: for a health check, which must answer while the server is
+        away. A failure starts recovery in the background, so a service that a readiness probe
+        keeps out of traffic (so nothing searches and retries) still comes back."""
+        try:
+            return self._on_one(work)
+        except psycopg.OperationalError:
+            if not self._recovering.locked():  # else one is under way already
+                threading.Thread(target=self._recover_quietly, name="lectio-recover", daemon=True).start()
+            raise
 
     def _on_one(self, work):
         with self._pool.connection() as conn:
@@ -81,6 +97,12 @@ class ReadPool:
                 restart_embedded(self.settings)
             for pool in self._pools():
                 pool.check()
+
+    def _recover_quietly(self) -> None:
+        try:
+            self._recover()
+        except Exception as exc:  # the next check tries again; a background thread has no caller
+            log.warning("could not recover the database (%s)", (str(exc).splitlines() or [type(exc).__name__])[0])
 
     def close(self) -> None:
         for pool in self._pools():

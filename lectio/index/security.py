@@ -17,6 +17,8 @@ Principals travel as an array from end to end: no joining with commas, no splitt
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Iterable
 
 import psycopg
@@ -25,9 +27,13 @@ from psycopg import sql
 from lectio.sources import PRINCIPAL, check_principals
 
 READER_ROLE = "lectio_reader"
+log = logging.getLogger(__name__)
 # A token is minted per transaction; five minutes covers the slowest search with room to spare,
 # and bounds what a token that leaks (a log line, a process listing) is good for.
 TOKEN_SECONDS = 300
+# No token lives longer than this, whoever asks: the database refuses to sign or accept one that
+# does. `lectio token` caps lower (LECTIO_TOKEN_MAX_SECONDS, within this ceiling).
+TOKEN_CEILING_SECONDS = 86400
 # The database refuses to sign what lectio would refuse (the pattern reads the same in PostgreSQL).
 _PRINCIPAL_SQL = PRINCIPAL.pattern
 
@@ -64,14 +70,14 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION lectio_mac(message text) RETURNS text
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
     SELECT encode(sha256(s.outer_key || sha256(s.inner_key || convert_to(message, 'UTF8'))), 'hex')
-    FROM lectio_secret s
+    FROM public.lectio_secret s
 $$;
 REVOKE ALL ON FUNCTION lectio_mac(text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION lectio_sign_principals(principals text[], seconds integer DEFAULT {TOKEN_SECONDS})
-RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
     body text;
     bad text;
@@ -79,19 +85,22 @@ BEGIN
     IF principals IS NULL OR seconds IS NULL OR seconds <= 0 THEN
         RAISE EXCEPTION 'lectio_sign_principals: principals and a positive lifetime are required';
     END IF;
+    IF seconds > {TOKEN_CEILING_SECONDS} THEN
+        RAISE EXCEPTION 'lectio_sign_principals: a lifetime of % s is past the ceiling of {TOKEN_CEILING_SECONDS} s', seconds;
+    END IF;
     SELECT p INTO bad FROM unnest(principals) p WHERE p IS NULL OR p !~ '{_PRINCIPAL_SQL}' LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'lectio_sign_principals: % is not a principal (public, or kind:name)', quote_nullable(bad);
     END IF;
     body := (floor(extract(epoch FROM clock_timestamp())) + seconds)::bigint::text
             || '|' || array_to_json(principals)::text;
-    RETURN body || '|' || lectio_mac(body);
+    RETURN body || '|' || public.lectio_mac(body);
 END
 $$;
 REVOKE ALL ON FUNCTION lectio_sign_principals(text[], integer) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION lectio_principals() RETURNS text[]
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
     token text := current_setting('lectio.principals', true);
     parts text[];
@@ -103,11 +112,15 @@ BEGIN
     IF array_length(parts, 1) <> 3 OR parts[1] !~ '^[0-9]{{1,12}}$' THEN
         RAISE EXCEPTION 'lectio.principals is not a token signed by lectio' USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF lectio_mac(parts[1] || '|' || parts[2]) <> parts[3] THEN
+    IF public.lectio_mac(parts[1] || '|' || parts[2]) <> parts[3] THEN
         RAISE EXCEPTION 'lectio.principals carries a bad signature' USING ERRCODE = 'insufficient_privilege';
     END IF;
     IF parts[1]::bigint < extract(epoch FROM clock_timestamp()) THEN
         RAISE EXCEPTION 'lectio.principals token has expired' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- Only the owner signs, and never past the ceiling: a longer-lived token was not made here.
+    IF parts[1]::bigint > extract(epoch FROM clock_timestamp()) + {TOKEN_CEILING_SECONDS} THEN
+        RAISE EXCEPTION 'lectio.principals token outlives the ceiling of {TOKEN_CEILING_SECONDS} s' USING ERRCODE = 'insufficient_privilege';
     END IF;
     RETURN ARRAY(SELECT json_array_elements_text(parts[2]::json));
 END
@@ -125,11 +138,42 @@ _POLICY = ("CREATE POLICY acl_visible ON {table} FOR SELECT TO {reader} "
 
 
 def create_reader_role(conn: psycopg.Connection) -> None:
+    """The reader role, and nothing it does not need (see `_narrow_public`)."""
     if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone():
         conn.execute(
             sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
                 sql.Identifier(READER_ROLE))
         )
+    _narrow_public(conn)
+
+
+# What every role gets by default through PUBLIC and the reader has no use for. TEMP would let a
+# session shadow relations that functions resolve by name; CREATE on the schema, functions and
+# operators; CONNECT to Dagster's database, its run storage; large objects and pg_notify, writes
+# of their own. The owner keeps TEMP (it stages bulk loads in temp tables).
+_NARROWING = (
+    "GRANT TEMPORARY ON DATABASE {db} TO CURRENT_USER",
+    "REVOKE TEMPORARY ON DATABASE {db} FROM PUBLIC",
+    "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+    "REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), "
+    "pg_catalog.lo_from_bytea(oid, bytea), pg_catalog.pg_notify(text, text) FROM PUBLIC",
+)
+
+
+def _narrow_public(conn: psycopg.Connection) -> None:
+    """Take from PUBLIC what the reader must not have, as far as the owner may: on an external
+    server where lectio's owner is not a superuser, what it may not change is logged."""
+    db = sql.Identifier(conn.execute("SELECT current_database()").fetchone()[0])
+    statements = [sql.SQL(s).format(db=db) for s in _NARROWING]
+    if conn.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster'").fetchone():
+        statements.append(sql.SQL("REVOKE CONNECT ON DATABASE dagster FROM PUBLIC"))
+    for statement in statements:
+        try:
+            with conn.transaction():
+                conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            log.warning("could not narrow PUBLIC's rights (%s): %s", statement.as_string(conn),
+                        str(exc).splitlines()[0])
 
 
 def protect(conn: psycopg.Connection, tables: Iterable[str], readable: Iterable[str] = ()) -> None:
@@ -153,8 +197,22 @@ def withdraw(conn: psycopg.Connection, tables: Iterable[str]) -> None:
         conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), sql.Identifier(READER_ROLE)))
 
 
+def token_max_seconds() -> int:
+    """The longest lifetime `lectio token` signs: LECTIO_TOKEN_MAX_SECONDS (default an hour), at
+    most the database's ceiling."""
+    given = os.environ.get("LECTIO_TOKEN_MAX_SECONDS") or "3600"
+    if not given.isdigit() or not 1 <= int(given) <= TOKEN_CEILING_SECONDS:
+        raise ValueError(f"LECTIO_TOKEN_MAX_SECONDS must be a whole number of seconds from 1 to "
+                         f"{TOKEN_CEILING_SECONDS}, not {given!r}")
+    return int(given)
+
+
 def sign(conn: psycopg.Connection, principals: Iterable[str], seconds: int = TOKEN_SECONDS) -> str:
     """A token for `principals`, valid for `seconds`; the caller must be the owner."""
+    limit = token_max_seconds()
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
+        raise ValueError(f"a token's lifetime must be from 1 to {limit} seconds (LECTIO_TOKEN_MAX_SECONDS), "
+                         f"not {seconds!r}")
     return conn.execute("SELECT lectio_sign_principals(%s::text[], %s)",
                         (list(check_principals(principals)), seconds)).fetchone()[0]
 

@@ -99,7 +99,9 @@ _CHUNK_COLUMNS = [
 #    version tables get the new policy. 'revoked' versions.
 # 3: the policy in a form the planner plans around (lectio.index.security._POLICY).
 # 4: index_versions.layout, and versions' postings tables protected.
-SCHEMA_VERSION = 4
+# 5: definer functions pin search_path with pg_temp last; PUBLIC loses TEMP, CREATE, large
+#    objects and Dagster's database; the reader no longer sees index_versions.rows.
+SCHEMA_VERSION = 5
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
@@ -127,17 +129,17 @@ def _migrate_schema(conn: psycopg.Connection) -> None:
     conn.execute(security.SCHEMA)
     security.create_reader_role(conn)
     reader = sql.Identifier(security.READER_ROLE)
-    # The reader needs a version's table and its BM25 statistics, not which sources it holds or
-    # how they score: those columns stay the owner's.
+    # The reader needs a version's table and its BM25 statistics, not which sources it holds,
+    # how many rows (private ones included) or how they score: those columns stay the owner's.
     conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
-    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, rows, avg_doc_lexemes, layout) ON index_versions TO {}")
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, layout) ON index_versions TO {}")
                  .format(reader))
     conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
     # Versions built under an older policy get the current one.
     for (table,) in conn.execute(
         "SELECT table_name FROM index_versions WHERE status = 'ready' AND to_regclass(table_name) IS NOT NULL"
     ).fetchall():
-        _protect(conn, table)
+        protect_version(conn, table)
     conn.execute("CREATE TABLE IF NOT EXISTS lectio_schema (version integer NOT NULL)")
     conn.execute("DELETE FROM lectio_schema")
     conn.execute("INSERT INTO lectio_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -160,6 +162,7 @@ class IndexVersion:
     live: bool
     revoked_reason: str | None = None
     layout: int | None = None  # INDEX_LAYOUT it was built with; None before 7
+    avg_doc_lexemes: float | None = None  # BM25's mean document length
 
 
 def source_fingerprints(chunks: pd.DataFrame) -> dict[str, str]:
@@ -185,11 +188,12 @@ def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
     return [_version(row, live) for row in rows]
 
 
-_VERSION_COLUMNS = "version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, revoked_reason, layout"
+_VERSION_COLUMNS = ("version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, "
+                    "revoked_reason, layout, avg_doc_lexemes")
 
 
 def _version(row: tuple, live: str | None) -> IndexVersion:
-    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10])
+    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10], avg_doc_lexemes=row[11])
 
 
 def get_version(conn: psycopg.Connection, version: str | None = None) -> IndexVersion | None:
@@ -321,9 +325,8 @@ def drop_version(conn: psycopg.Connection, version: str) -> None:
             conn.execute("UPDATE live_index SET previous = NULL")  # nothing to roll back to now
         if status == "building":
             raise ValueError(f"index version {version!r} is still being built")
-        for companion in _companions(table):
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(companion)))
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        for owned in version_tables(conn, table):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(owned)))
         conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
 
 
@@ -437,7 +440,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     cited = xrefs.citations_by_chunk(chunks)
     xrefs.build(conn, table, chunks, cited)
     prominence.build(conn, table, chunks, cited)
-    _protect(conn, table)
+    protect_version(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
 
@@ -446,7 +449,7 @@ def _source_acls(chunks: pd.DataFrame) -> dict[str, list[str]]:
     return {str(sid): sorted({p for acl in frame["acl"] for p in acl}) for sid, frame in chunks.groupby("source_id")}
 
 
-def _protect(conn: psycopg.Connection, table: str) -> None:
+def protect_version(conn: psycopg.Connection, table: str) -> None:
     """Row-level security on a version's chunks and its cross-reference edges (lectio.index.security).
     The BM25 word statistics and the citation counts come from public chunks only and are readable."""
     protected = [table] + [t for t in (xrefs.table_name(table), postings.table_name(table)) if table_exists(conn, t)]
@@ -458,9 +461,16 @@ def table_exists(conn: psycopg.Connection, table: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
 
-def _companions(table: str) -> tuple[str, ...]:
-    """The tables built beside a version's chunk table, dropped with it."""
-    return (lexicon_table(table), xrefs.table_name(table), prominence.table_name(table), postings.table_name(table))
+def version_tables(conn: psycopg.Connection, table: str) -> list[str]:
+    """Every table and view of the version whose chunk table is `table`, read from the catalog:
+    each is named `<what>_vN`, so a table added to a version later is revoked and dropped with
+    it without anyone remembering to list it."""
+    suffix = table.removeprefix("chunks_")
+    return [name for (name,) in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "AND c.relname ~ ('^[a-z]+_' || %s || '$') ORDER BY c.relname",
+        (suffix,)).fetchall()]
 
 
 def lexicon_table(chunk_table: str) -> str:

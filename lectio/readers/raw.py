@@ -44,7 +44,7 @@ def read_text_file(source: Source) -> str:
     if path is None:
         raise SourceError(source.id, f"format {source.format!r} needs a 'path'")
     if not path.is_file():
-        raise SourceError(source.id, f"file {path} does not exist")
+        raise SourceError(source.id, _not_a_file(source.format, path))
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise SourceError(source.id, f"file {path} is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB "
@@ -59,6 +59,13 @@ def read_text_file(source: Source) -> str:
     if problem:
         raise SourceError(source.id, f"file {path} {problem}")
     return text
+
+
+def _not_a_file(fmt: str, path) -> str:
+    # "does not exist" for a folder sends people looking for a typo in a path that is right.
+    if path.is_dir():
+        return f"{path} is a directory, not a file; format {fmt!r} reads one file"
+    return f"{path} is not a regular file" if path.exists() else f"file {path} does not exist"
 
 
 def unstorable(text: str) -> str | None:

@@ -88,7 +88,7 @@ _TERMS = """
                  UNION ALL
                  SELECT lexeme, %(ew)s FROM unnest(to_tsvector('english', %(extra)s))) t
               GROUP BY lexeme),
-    stats AS (SELECT rows::float AS n, avg_doc_lexemes AS avgdl FROM index_versions WHERE table_name = %(table)s)
+    stats AS (SELECT %(bm25_n)s::float AS n, %(bm25_avgdl)s::float AS avgdl)
 """
 
 # Versions built before postings existed: every chunk that holds any query word.

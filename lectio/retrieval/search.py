@@ -112,7 +112,7 @@ def search(
     given = filters or Filters()
     if kind or translation:
         given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
-    filters = _Filters(principals, given)
+    filters = _Filters(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0))
     try:
         ranges = parse_reference(query)
     except UnknownReference as exc:
@@ -167,6 +167,9 @@ _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
 class _Filters:
     principals: tuple[str, ...]
     given: Filters
+    # BM25's corpus size and mean length, read as the owner: the reader may not see how many
+    # rows a version holds (private ones included), so they reach the lexical side as values.
+    corpus: tuple[float, float] | None = None
 
     @property
     def translation(self) -> str | None:
@@ -175,6 +178,8 @@ class _Filters:
     def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
         """A WHERE clause with named placeholders (f_*), and its parameters."""
         clauses, params = [sql.SQL("acl && %(f_acl)s")], {"f_acl": list(self.principals)}
+        if self.corpus is not None:
+            params["bm25_n"], params["bm25_avgdl"] = self.corpus
         if not self.given.kind:
             # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.
             clauses.append(sql.SQL("kind <> 'lexicon'"))
@@ -397,7 +402,7 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
     """(chunk_id, Strong's number) of the entries the word names, best first."""
     table = sql.Identifier(table_name)
     # The caller's testament, genre or tradition filters narrow the verses, not the dictionary.
-    where, params = _Filters(filters.principals, Filters(kind="lexicon")).where(None)
+    where, params = replace(filters, given=Filters(kind="lexicon")).where(None)
     language = sql.SQL("TRUE")
     if word.language:
         language = sql.SQL("metadata ->> 'language' = %(language)s")
@@ -435,7 +440,7 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
     used = _entries_by_use(conn, table, word, where, params, language)
     if used:
         return used
-    ranked = _ranked(conn, table_name, word.term, _Filters(filters.principals, Filters(kind="lexicon")),
+    ranked = _ranked(conn, table_name, word.term, replace(filters, given=Filters(kind="lexicon")),
                      # The word asked about, not its theological neighbours: "grace" must find
                      # charis, not the words for mercy the expansion would add.
                      replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),

@@ -27,7 +27,7 @@ This module is the chunking ruleset; `lectio.readers.documents` lexes each forma
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 
 from lectio.rulesets.chunk import Chunk, ruleset_version
@@ -49,7 +49,7 @@ from lectio.readers.documents import lex
 from lectio.bible.refs import Ref
 from lectio.sources import Source, SourceError
 from lectio.rulesets.semantic_split import fit_sentences, semantic_split, token_size
-from lectio.rulesets.textsplit import sentences
+from lectio.rulesets.textsplit import break_overlong_words, sentences
 from lectio.bible.verses import cited_verse_ids
 
 RULES = {
@@ -70,6 +70,7 @@ RULES = {
     "semantic": {"model": model_id(), "percentile": 20, "window_sentences": 2, "min_tokens": 40},
     "parent": "document-section: a heading subtree of >= 2 sections that fits the model",
     "breadcrumb": "title › section path | effective DATE | scope: SCOPE",
+    "overlong_words": "a word past the tokenizer's 100 characters is cut every 50 by a space",
     "revision": 2,
 }
 RULESET = ruleset_version("document", RULES)
@@ -90,10 +91,24 @@ def read(source: Source, corpus_dir=None) -> RawText:
 
 def parse(source: Source, raw: RawText) -> Document:
     title_hint, front, events = lex(source, raw.payload)
-    document = build(source, events, front, title_hint)
+    document = _readable(build(source, events, front, title_hint))
     if not document.sections:
         raise SourceError(source.id, "has headings but no text to index")
     return document
+
+
+def _readable(value):
+    """The document model with every string's overlong words cut (break_overlong_words): after
+    lexing, so a cut never lands inside markup, and before sizing, so every size is true."""
+    if isinstance(value, str):
+        return break_overlong_words(value)
+    if isinstance(value, tuple):
+        return tuple(_readable(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _readable(v) for k, v in value.items()}
+    if is_dataclass(value):
+        return replace(value, **{f.name: _readable(getattr(value, f.name)) for f in fields(value)})
+    return value
 
 
 # ---------------------------------------------------------------- chunk

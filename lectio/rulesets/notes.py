@@ -26,7 +26,7 @@ from lectio.readers.raw import RawText, hash_parts, read_text_file, unstorable
 from lectio.bible.verses import verse_ids
 from lectio.bible.refs import Ref, RefRange, UnknownReference, find_references, parse_reference
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import pack, paragraphs, sentences, split_sentences_to_fit
+from lectio.rulesets.textsplit import break_overlong_words, pack, paragraphs, sentences, split_sentences_to_fit
 
 RULES = {
     "whole_below": 200,  # tokens: one chunk
@@ -38,6 +38,7 @@ RULES = {
     "single_paragraph_over_limit": "split between sentences to the model limit, no overlap",
     "header_in_text": False,
     "refs": "the note's ref (a one-chapter range expanded to its verses); refs in the text go to metadata",
+    "overlong_words": "a word past the tokenizer's 100 characters is cut every 50 by a space",
     "revision": 1,
 }
 RULESET = ruleset_version("notes", RULES)
@@ -150,8 +151,9 @@ def _ranges(ref: str) -> tuple[RefRange, ...]:
 
 
 def _tidy(text: str) -> str:
-    """Lines inside a paragraph joined, paragraphs kept apart by one blank line."""
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs(text))
+    """Lines inside a paragraph joined, paragraphs kept apart by one blank line, and a word too
+    long for the tokenizer cut (see break_overlong_words)."""
+    return "\n\n".join(" ".join(break_overlong_words(p).split()) for p in paragraphs(text))
 
 
 # ---------------------------------------------------------------- chunks

@@ -11,9 +11,40 @@ from functools import lru_cache
 
 from lectio.bible.books import find_book
 from lectio.readers.raw import MAX_FILE_BYTES
-from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, split_into_windows
+from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, split_into_windows, tokenizer
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+# ---------------------------------------------------------------- words the model cannot read
+
+@lru_cache(maxsize=1)
+def _longest_word() -> int:
+    return tokenizer().model.max_input_chars_per_word  # 100 for the packaged WordPiece model
+
+
+def break_overlong_words(text: str) -> str:
+    """`text` with every word the tokenizer would read as one [UNK] for its length (a 200 KB
+    run with no space or punctuation) cut into shorter words by spaces. Left whole, such a run
+    counts as one word piece, so no size cap ever splits it, and the model sees nothing of it:
+    cut, it is real word pieces that count and split like any other text."""
+    limit = _longest_word()
+    return re.sub(rf"\S{{{limit + 1},}}", lambda run: _broken_run(run.group(), limit), text)
+
+
+def _broken_run(run: str, limit: int) -> str:
+    encoding = tokenizer().encode(run, add_special_tokens=False)
+    unknown = tokenizer().model.unk_token
+    # Only an [UNK] spanning more than the limit was refused for its length; a short one is an
+    # unknown character (an emoji), which cutting would not help.
+    spans = [(a, b) for token, (a, b) in zip(encoding.tokens, encoding.offsets) if token == unknown and b - a > limit]
+    # Half the limit: lower-casing lengthens a few characters ("İ" becomes two).
+    step = limit // 2
+    out, at = [], 0
+    for a, b in spans:
+        out += [run[at:a], " ".join(run[k : min(k + step, b)] for k in range(a, b, step))]
+        at = b
+    return "".join(out) + run[at:]
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +132,25 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+# split_into_windows takes time in the square of its text's length (each cut lists the whole
+# encoding again): 70 s for a 200,000-character run. Far past any real sentence (below it the
+# windows are exactly split_into_windows's), a text is cut into parts this long first: 3 s.
+_WINDOW_PART_CHARS = 10_000
+
+
+def windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
+    """split_into_windows, a text past _WINDOW_PART_CHARS first cut at whitespace into parts no
+    longer (the callers pack the windows again, so a part's short last one is not left alone)."""
+    if len(text) <= _WINDOW_PART_CHARS:
+        return split_into_windows(text, max_tokens)
+    parts, text = [], text.strip()
+    while len(text) > _WINDOW_PART_CHARS:
+        cut = max(text.rfind(space, 0, _WINDOW_PART_CHARS) for space in " \n\t") + 1 or _WINDOW_PART_CHARS
+        parts.append(text[:cut])
+        text = text[cut:].lstrip()
+    return [w for part in [*parts, text] for w in split_into_windows(part, max_tokens)]
+
+
 def paragraphs(text: str) -> list[str]:
     return [p.strip() for p in _BLANK_LINES.split(text) if p.strip()]
 
@@ -132,7 +182,7 @@ def split_to_fit(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
             units.append(paragraph)
             continue
         for sentence in pack(sentences(paragraph), max_tokens):
-            units.extend(split_into_windows(sentence, max_tokens))
+            units.extend(windows(sentence, max_tokens))
     return pack(units, max_tokens, joiner="\n\n")
 
 
@@ -169,7 +219,7 @@ def clauses(sentence: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str]:
             parts.append(clause)
             continue
         for phrase in _COMMA_BREAK.split(clause):
-            parts.extend(split_into_windows(phrase, max_tokens))
+            parts.extend(windows(phrase, max_tokens))
     return [p for p in parts if p]
 
 

@@ -108,6 +108,8 @@ def read(source: Source, corpus_dir: Path | None = None) -> RawText:
 
 def _data_file(source: Source) -> Path:
     if source.path is not None:
+        if source.path.is_dir():
+            raise SourceError(source.id, f"{source.path} is a directory, not a file; format 'westminster-json' reads one file")
         if not source.path.is_file():
             raise SourceError(source.id, f"file {source.path} does not exist")
         return source.path

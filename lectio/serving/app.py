@@ -26,6 +26,25 @@ from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
+UNMATCHED = "unmatched"  # the one label of every path no route serves
+
+
+def endpoint_label(request: Request) -> str:
+    """The matched route's template, never the raw path: a client picking paths must not pick how
+    many series /metrics holds (one per 404 path grows it without bound)."""
+    route = request.scope.get("route")  # set by the router on a match, a wrong method included
+    return getattr(route, "path", UNMATCHED)
+
+
+def not_ready_reason(live: store.IndexVersion | None) -> str | None:
+    """Why the live index cannot be served, or None when it can."""
+    if live is None:
+        return "no live index: run `lectio run`"
+    if live.status == "revoked":
+        return f"the live index {live.version} is revoked: {live.revoked_reason or 'no reason recorded'}"
+    if live.status != "ready":
+        return f"the live index {live.version} is {live.status}, not ready"
+    return None
 
 
 class Metrics:
@@ -59,7 +78,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     async def count(request: Request, call_next):
         started = time.perf_counter()
         response = await call_next(request)
-        endpoint = request.url.path
+        endpoint = endpoint_label(request)
         metrics.requests.labels(endpoint, str(response.status_code)).inc()
         metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
         return response
@@ -102,15 +121,17 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     def health():
         return {"status": "ok"}
 
-    @app.get("/ready", summary="The database answers and a live index exists")
+    @app.get("/ready", summary="The database answers and the live index may be served")
     def ready():
         try:
-            live = state["pool"].run(store.live_version)
+            # Once, not retried: a probe must hear "not ready" in seconds, not wait out a restart.
+            live = state["pool"].run_once(store.get_version)
         except Exception as exc:  # any failure to reach the database means not ready
-            return JSONResponse({"ready": False, "reason": str(exc).splitlines()[0]}, status_code=503)
-        if live is None:
-            return JSONResponse({"ready": False, "reason": "no live index: run `lectio run`"}, status_code=503)
-        return {"ready": True, "live": live}
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            return JSONResponse({"ready": False, "reason": f"the database does not answer: {reason}"}, status_code=503)
+        if reason := not_ready_reason(live):
+            return JSONResponse({"ready": False, "reason": reason}, status_code=503)
+        return {"ready": True, "live": live.version}
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
     def prometheus():

@@ -3,19 +3,34 @@
 A study tool signs in its reader itself and sends `Authorization: Bearer <JWT>`, signed HS256
 with the secret the service knows (LECTIO_AUTH_SECRET) or RS256 with the private key whose
 public half the service knows (LECTIO_AUTH_PUBLIC_KEY), with the claims `principals` (a list such
-as ["user:alice", "group:staff"]) and `exp`. No token: the reader is anonymous and sees `public`.
-A signed-in reader sees `public` too, plus what names one of their principals.
+as ["user:alice", "group:staff"]) and `exp`, at most LECTIO_TOKEN_MAX_SECONDS (default 3600) away:
+a leaked token is good for that long, however far off its signer put its `exp`. No token: the
+reader is anonymous and sees `public`. A signed-in reader sees `public` too, plus what names one
+of their principals.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import time
+from dataclasses import dataclass, field
 
 import jwt
 
 from lectio.sources import check_principals
 
 PUBLIC = ("public",)
+# RFC 7518 3.2: an HS256 key shorter than the hash (32 bytes) is guessable offline from one token.
+MIN_SECRET_BYTES = 32
+MAX_SECONDS_ENV = "LECTIO_TOKEN_MAX_SECONDS"
+
+
+def _max_seconds_from_env() -> int:
+    value = os.environ.get(MAX_SECONDS_ENV, "3600")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{MAX_SECONDS_ENV} must be a whole number of seconds, not {value!r}") from None
 
 
 class AuthError(Exception):
@@ -30,6 +45,15 @@ class AuthError(Exception):
 class Verifier:
     secret: str | None = None  # HS256
     public_key: str | None = None  # RS256, PEM
+    max_seconds: int = field(default_factory=_max_seconds_from_env)  # the furthest `exp` accepted
+
+    def __post_init__(self):
+        # Refused at start, in one line (the CLI prints a ValueError so): PyJWT only warns.
+        if self.secret is not None and len(self.secret.encode()) < MIN_SECRET_BYTES:
+            raise ValueError(f"LECTIO_AUTH_SECRET must be at least {MIN_SECRET_BYTES} bytes "
+                             f"(it is {len(self.secret.encode())}): `openssl rand -hex 32` makes one")
+        if self.max_seconds <= 0:
+            raise ValueError(f"{MAX_SECONDS_ENV} must be positive, not {self.max_seconds}")
 
     def principals(self, authorization: str | None) -> tuple[str, ...]:
         if not authorization:
@@ -38,6 +62,7 @@ class Verifier:
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthError(401, "the Authorization header must be 'Bearer <JWT>'")
         claims = self._claims(token.strip())
+        self._check_lifetime(claims["exp"])
         given = claims.get("principals")
         if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
             raise AuthError(400, "the token's 'principals' claim must be a list of strings")
@@ -64,3 +89,12 @@ class Verifier:
             raise AuthError(401, "the token has expired") from None
         except jwt.InvalidTokenError as exc:
             raise AuthError(401, f"the token is not valid: {exc}") from None
+
+    def _check_lifetime(self, exp) -> None:
+        # PyJWT has checked that int(exp) works and is not past; it also takes "1999999999", which
+        # RFC 7519 does not (a NumericDate is a JSON number).
+        if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+            raise AuthError(401, "the token's 'exp' must be a number of seconds since the epoch")
+        if exp > time.time() + self.max_seconds:
+            raise AuthError(401, f"the token's 'exp' is more than {self.max_seconds} s away "
+                                 f"({MAX_SECONDS_ENV}): sign tokens that live less long")

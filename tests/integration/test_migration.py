@@ -43,7 +43,7 @@ def sources_yaml(scripture_options: str = "") -> str:
         "sources:\n"
         f"  - {{id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, select: '{SELECT}',\n"
         f"     title: World English Bible, translation: WEB, acl: [public]{scripture_options}}}\n"
-        f"  - {{id: staff-guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'},\n"
+        "  - {id: staff-guide, kind: document, format: markdown, path: staff_guide.md,\n"
         "     title: Study Group Leader Guide, acl: ['group:staff']}\n"
     )
 
@@ -76,6 +76,7 @@ def home():
     path.chmod(0o755)  # the embedded server runs as its own user and must reach it
     folder = path / "sources"
     folder.mkdir()
+    shutil.copy(FIXTURES / "staff_guide.md", folder)
     with pytest.MonkeyPatch.context() as patch:
         # Set here (and by prepare_dagster_env) for this module only; restored afterwards.
         for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):

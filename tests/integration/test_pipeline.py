@@ -174,7 +174,8 @@ def test_parents_replace_children_once(main_run, conn):
     assert len(ids) == len(set(ids))
 
 
-def test_a_baseline_ruleset_builds_as_a_candidate_and_is_scored(main_run, settings, conn, fixture_sources):
+def test_a_baseline_ruleset_builds_as_a_candidate_and_is_scored(main_run, settings, conn, fixture_sources,
+                                                                foreign_sources):
     import dataclasses
 
     from lectio.evaluation.metrics import evaluate_index
@@ -185,19 +186,20 @@ def test_a_baseline_ruleset_builds_as_a_candidate_and_is_scored(main_run, settin
         "sources:\n  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, chunking: chapter,\n"
         "     select: 'Philippians; Romans 5; Romans 8; Psalm 23; John 3', translation: WEB, acl: [public]}\n"
     )
-    live_before = store.live_version(conn)
-    report = run_main(dataclasses.replace(settings, sources_file=baseline), echo=lambda _: None, switch_live=False)
-    assert report.index["ok"] and not report.index["live"] and store.live_version(conn) == live_before
-    candidate = report.index["version"]
-    assert store.get_version(conn, candidate).rows == 8  # one chunk per chapter
     queries = fixture_sources.parent / "queries.jsonl"
     queries.write_text(
         '{"id": "a", "query": "do not be anxious about anything", "relevant": ["phil_4_6"]}\n'
         '{"id": "b", "query": "God so loved the world", "relevant": ["john_3_16"]}\n'
     )
     loaded = load_queries(queries)
-    chapters = evaluate_index(conn, loaded, version=candidate)["overall"]
+    # Scored first: the baseline's file lists web alone, so applying it revokes the live version.
     structural = evaluate_index(conn, loaded)["overall"]
+    live_before = store.live_version(conn)
+    report = run_main(dataclasses.replace(settings, sources_file=baseline), echo=lambda _: None, switch_live=False)
+    assert report.index["ok"] and not report.index["live"] and store.live_version(conn) == live_before
+    candidate = report.index["version"]
+    assert store.get_version(conn, candidate).rows == 8  # one chunk per chapter
+    chapters = evaluate_index(conn, loaded, version=candidate)["overall"]
     assert chapters["n"] == structural["n"] == 2
     # A chapter covers its every verse, so recall@20 is trivially high; the budget is what it pays.
     assert structural["budget_recall@1000"] >= chapters["budget_recall@1000"]

@@ -246,7 +246,7 @@ def test_row_count_check_on_real_versions(main_run, conn, clean):
     assert not wrong.passed and f"for {len(frame) + 1} chunks" in wrong.description
 
 
-def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_sources):
+def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_sources, fixture_sources):
     live_before = store.live_version(conn)
     bookshop = headless(clean["bookshop"][0])
     notes = corrupt(clean["notes-alice"][0], clean["notes-alice"][0]["chunk_id"].iloc[0], acl=[])
@@ -254,7 +254,9 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
     embedder = Embedder()
     embed_chunks(conn, severinus, embedder)
     frame = pd.concat([bookshop, notes, severinus], ignore_index=True)
-    outcome = build_index(conn, frame, embedder.model_id, [], sources=sources_of(quality_sources))
+    # The session's sources too: a file without them would revoke the live version that holds them.
+    outcome = build_index(conn, frame, embedder.model_id, [],
+                          sources={**sources_of(fixture_sources), **sources_of(quality_sources)})
     assert set(outcome.rejected) == {"bookshop", "notes-alice"}
     assert "header_presence" in outcome.rejected["bookshop"] and "permission_tags" in outcome.rejected["notes-alice"]
     assert not outcome.live and store.live_version(conn) == live_before
@@ -282,7 +284,7 @@ INGEST = ["raw_texts", "parsed_structure", "chunks", "embeddings"]
 # database that shows more, and the session's live index has a staff-guide of its own.
 
 
-def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, tmp_path):
+def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, tmp_path, foreign_sources):
     """A stored chunk output made more visible than its source (as a chunker bug or a tampered
     store would) fails its blocking check and keeps embeddings from running; an ACL narrowed in
     the sources file afterwards keeps the source out of the next index."""
@@ -323,15 +325,17 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
     # The blocking check kept embeddings from running for the source.
     assert AssetKey("embeddings") not in {e.asset_key for e in result.get_asset_materialization_events()}
 
-    # The index is built from what the earlier run stored; the domain gate keeps the source out
-    # and the live index stays as it was.
+    # The index is built from what the earlier run stored; the domain gate keeps the source out.
+    # The file lists none of the session's sources, so it revokes the session's live version:
+    # with nothing safe live, the new version goes live without the failed source.
     live_before = store.live_version(conn)
     result = run(after, AssetSelection.assets("search_index"))
     assert result.success
     metadata = result.asset_materializations_for_node("search_index")[0].metadata
     assert "dq-guide: permission_tags" in metadata["quality_failures"].value
-    assert metadata["sources"].value == "dq-notes" and metadata["live"].value is False
-    assert store.live_version(conn) == live_before
+    assert metadata["sources"].value == "dq-notes"
+    assert store.get_version(conn, live_before).status == "revoked"
+    assert metadata["live"].value is True and store.live_version(conn) == metadata["version"].value
     rows = next(e for e in result.get_asset_check_evaluations() if e.check_name == "index_row_count")
     assert rows.passed
 

@@ -225,8 +225,9 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
 
 def lexical_both_ways(conn, small_index, query, principals=("public",), filters=Filters(), config=SearchConfig()):
     """BM25 candidates read from the postings, and by scoring every chunk that holds a query word."""
-    table = store.get_version(conn, small_index[0]).table_name
-    chosen = _Filters(principals, filters)
+    info = store.get_version(conn, small_index[0])
+    table = info.table_name
+    chosen = _Filters(principals, filters, (info.rows, info.avg_doc_lexemes))
     where, params = chosen.where("WEB")
     extra = expansion_words(query, config)
     with conn.transaction():

@@ -4,7 +4,10 @@ verified token, and the endpoints an operator watches."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import secrets
+import signal
 import threading
 import time
 import urllib.error
@@ -16,7 +19,7 @@ import pytest
 import uvicorn
 
 from lectio.serving.app import create_app
-from lectio.serving.auth import Verifier
+from lectio.serving.auth import AuthError, Verifier
 from pipelines.cli import main as cli
 
 NOTES_QUERY = "anxious prayer before the hospital appointment"
@@ -49,12 +52,12 @@ def service(main_run, settings, rsa_keys):
     thread.join(30)
 
 
-def get(url: str, path: str, token: str | None = None, **params) -> tuple[int, dict | str]:
+def get(url: str, path: str, token: str | None = None, timeout: float = 60, **params) -> tuple[int, dict | str]:
     request = urllib.request.Request(f"{url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else ""))
     if token:
         request.add_header("Authorization", token if " " in token else f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             body = answer.read().decode()
             status = answer.status
     except urllib.error.HTTPError as exc:
@@ -68,6 +71,11 @@ def get(url: str, path: str, token: str | None = None, **params) -> tuple[int, d
 def token(secret: str, principals, seconds: int = 300, **extra) -> str:
     claims = {"principals": principals, "exp": int(time.time()) + seconds, **extra}
     return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def expiring(secret: str, exp) -> str:
+    """A token whose `exp` is `exp` as given (PyJWT writes an infinite float as JSON Infinity)."""
+    return jwt.encode({"principals": ["user:alice"], "exp": exp}, secret, algorithm="HS256")
 
 
 def sources(payload: dict) -> set[str]:
@@ -121,8 +129,98 @@ def test_principals_come_only_from_a_verified_token(service, rsa_keys):
     (lambda s: token(s, "user:alice"), 400, "must be a list"),
     (lambda s: "Basic dXNlcjpwYXNz", 401, "Bearer"),
     (lambda s: "Bearer not.a.jwt", 401, "not"),
+    # `exp` too far off (LECTIO_TOKEN_MAX_SECONDS, 3600 here) or not a number: refused, never a 500.
+    (lambda s: token(s, ["user:alice"], seconds=3600 + 120), 401, "more than 3600 s away"),
+    (lambda s: expiring(s, 10**20), 401, "more than 3600 s away"),
+    (lambda s: expiring(s, 1e300), 401, "more than 3600 s away"),
+    (lambda s: expiring(s, float("inf")), 401, "exp"),
+    (lambda s: expiring(s, str(int(time.time()) + 60)), 401, "exp"),
+    (lambda s: expiring(s, "soon"), 401, "exp"),
+    (lambda s: expiring(s, [int(time.time()) + 60]), 401, "exp"),
+    # Waits on lectio.sources' principal check (a trailing newline must not pass a `$`).
+    (lambda s: token(s, ["user:bob\n"]), 400, "is not a principal"),
 ])
 def test_a_bad_token_gets_an_error_never_a_result(service, make, status, message):
     url, secret = service
     got, body = get(url, "/search", make(secret), q=NOTES_QUERY)
     assert got == status and message in body["error"] and "results" not in body
+
+
+def test_a_token_lifetime_is_capped_by_lectio_token_max_seconds(monkeypatch):
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("LECTIO_TOKEN_MAX_SECONDS", "60")
+    verifier = Verifier(secret=secret)
+    assert verifier.max_seconds == 60
+    assert verifier.principals(f"Bearer {token(secret, ['user:alice'], seconds=30)}") == ("public", "user:alice")
+    with pytest.raises(AuthError, match="more than 60 s away") as refused:
+        verifier.principals(f"Bearer {token(secret, ['user:alice'], seconds=300)}")
+    assert refused.value.status == 401
+    monkeypatch.setenv("LECTIO_TOKEN_MAX_SECONDS", "an hour")
+    with pytest.raises(ValueError, match="LECTIO_TOKEN_MAX_SECONDS"):
+        Verifier(secret=secret)
+
+
+def test_a_short_secret_is_refused_at_start_in_one_line(monkeypatch, capsys):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the service started with a short secret"))
+    monkeypatch.setenv("LECTIO_AUTH_SECRET", "x" * 31)
+    capsys.readouterr()
+    assert cli(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "LECTIO_AUTH_SECRET" in err and "32 bytes" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="LECTIO_AUTH_SECRET"):
+        Verifier(secret="é" * 15)  # 15 characters, 30 bytes: bytes are what HMAC keys on
+    assert Verifier(secret="x" * 32).secret  # the shortest accepted
+
+
+def test_metrics_label_unknown_paths_as_one(service):
+    url, _ = service
+    paths = [f"/no-such-page-{n}" for n in range(300)]
+    for path in paths:
+        assert get(url, path)[0] == 404
+    status, text = get(url, "/metrics")
+    assert status == 200 and "no-such-page" not in text
+    routes = {*get(url, "/openapi.json")[1]["paths"], "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+    assert set(re.findall(r'endpoint="([^"]*)"', text)) <= routes | {"unmatched"}
+    counted = re.search(r'^lectio_requests_total\{endpoint="unmatched",status="404"\} (\S+)$', text, re.M)
+    assert counted and float(counted.group(1)) >= len(paths)
+    assert len(text.splitlines()) < len(paths)  # not one series, nor a histogram, per path
+
+
+def test_ready_is_503_while_the_live_index_is_revoked(service, main_run, conn):
+    url, _ = service
+    live = main_run.index["version"]
+    conn.execute("UPDATE index_versions SET status = 'revoked', revoked_reason = 'test' WHERE version = %s", (live,))
+    try:
+        status, body = get(url, "/ready")
+        assert status == 503 and body["ready"] is False
+        assert "revoked" in body["reason"] and live in body["reason"] and "test" in body["reason"]
+    finally:
+        conn.execute("UPDATE index_versions SET status = 'ready', revoked_reason = NULL WHERE version = %s", (live,))
+    assert get(url, "/ready") == (200, {"ready": True, "live": live})
+
+
+def test_ready_says_503_within_seconds_when_the_server_dies_and_the_service_comes_back(service, settings):
+    """Last here: it kills the session's embedded server. Each /ready must answer within the
+    client's 5 s (before the fix it waited out psycopg_pool's 30 s, retried 8 times)."""
+    from lectio.index.database import restart_embedded, server_is_down
+
+    url, _ = service
+    assert get(url, "/ready")[0] == 200  # the pool holds a connection to the server about to die
+    os.kill(int((settings.pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
+    try:
+        deadline = time.monotonic() + 30
+        while (answer := get(url, "/ready", timeout=5))[0] != 503:  # a backend may outlive it briefly
+            assert answer[0] == 200 and time.monotonic() < deadline, answer
+            time.sleep(0.1)
+        assert answer[1]["ready"] is False and answer[1]["reason"]
+        status, payload = get(url, "/search", q="Philippians 4:6", k=5)  # searches still recover
+        assert status == 200 and payload["results"][0]["refs"] == ["phil_4_6"]
+        deadline = time.monotonic() + 60
+        while get(url, "/ready", timeout=5)[0] != 200:
+            assert time.monotonic() < deadline, "/ready did not come back after the server restarted"
+            time.sleep(0.2)
+    finally:
+        if server_is_down(settings):  # the test failed before the service restarted it
+            restart_embedded(settings)

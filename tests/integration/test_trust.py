@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 def sources_yaml(alice_acl: str = '"user:alice"', notes_file: str = "alice.jsonl", extra: str = "") -> str:
     return (
         "sources:\n"
-        f"  - {{id: staff-guide, kind: document, format: markdown, path: {FIXTURES / 'staff_guide.md'},\n"
+        "  - {id: staff-guide, kind: document, format: markdown, path: staff_guide.md,\n"
         "     title: Study Group Leader Guide, acl: [public]}\n"
         f"  - {{id: notes-alice, kind: notes, format: notes-jsonl, path: {notes_file},\n"
         f"     title: Alice's study notes, acl: [{alice_acl}]}}\n" + extra
@@ -61,6 +61,7 @@ def home():
     folder = path / "sources"
     folder.mkdir()
     shutil.copy(FIXTURES / "notes" / "alice.jsonl", folder)
+    shutil.copy(FIXTURES / "staff_guide.md", folder)
     with pytest.MonkeyPatch.context() as patch:
         for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):
             patch.delenv(key, raising=False)
@@ -164,7 +165,8 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
     assert first.index["live"], first.index
     exposed = first.index["version"]
     with home.connect() as conn:
-        assert revocation.exposures(conn, exposed, {"notes-alice": ("user:alice",)}) == {"notes-alice": ["public"]}
+        allowed = {"staff-guide": ("public",), "notes-alice": ("user:alice",)}
+        assert revocation.exposures(conn, exposed, allowed) == {"notes-alice": ["public"]}
 
     fixed = home.sources("fixed")
     second = run(home, fixed)
