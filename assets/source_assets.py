@@ -9,9 +9,18 @@ marks only the sources that ruleset chunks.
 """
 
 
+import os
+import re
+import warnings
+
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetObservation,
+    Output,
+    PreviewWarning,
     DataVersion,
     DataVersionsByPartition,
     PartitionsDefinition,
@@ -24,9 +33,33 @@ from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
 from lectio.index import store
+from lectio.sources import SourceError
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 SOURCE_INPUTS = "source_inputs"
+ENTRY_CHECK = "source_entry"
+
+
+def entry_problem(corpus: CorpusResource, source_id: str) -> tuple[str, str] | None:
+    """(field, message) for what is wrong with a source's entry or its file, or None."""
+    try:
+        source = corpus.source(source_id)
+    except SourceError as exc:
+        return _field(exc.problem), str(exc)
+    if source.path is not None and not source.path.exists():
+        return "path", f"source {source_id!r}: file {source.path} does not exist"
+    if source.path is not None and not os.access(source.path, os.R_OK):
+        return "path", f"source {source_id!r}: {source.path} is not readable"
+    return None
+
+
+def _field(problem: str) -> str:
+    # SourceError names the field in its message ("has no 'acl'", "unknown kind …"), not as an
+    # attribute; the first quoted or leading field name is the one.
+    if match := re.match(r"unknown (kind|format)\b", problem):
+        return match.group(1)
+    match = re.search(r"'(\w+)'", problem)
+    return match.group(1) if match else "entry"
 
 
 def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
@@ -36,20 +69,35 @@ def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]
 
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
-    @observable_source_asset(name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest")
+    @observable_source_asset(name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest",
+                             description="What each source is ingested from (its entry, files, ruleset version and "
+                             "the model), one data version per source; a new one marks that source's raw_texts stale. "
+                             "Observed by `lectio run`, the source_changes sensor, or Observe here.")
     def source_inputs(corpus: CorpusResource):
-        """What each source would be ingested from; a new fingerprint makes that source stale."""
         prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path)
         return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
 
-    @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs])
+    # The entry is checked in raw_texts' own step, before anything is read: a bad entry is then
+    # one failed, blocking check naming the field, and no later stage or check runs.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=PreviewWarning)
+        entry_spec = AssetCheckSpec(ENTRY_CHECK, asset="raw_texts", blocking=True, partitions_def=partitions_def,
+                                    description="The source's entry is valid (ACL present and valid, kind, format, "
+                                    "path) and its file exists and is readable.")
+
+    @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs], check_specs=[entry_spec],
+           output_required=False)
     def raw_texts(context: AssetExecutionContext, corpus: CorpusResource):
         """The source as read, with a content hash so unchanged input is recognised."""
+        if problem := entry_problem(corpus, context.partition_key):
+            field, message = problem
+            yield AssetCheckResult(check_name=ENTRY_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
+                                   description=message, metadata={"field": field, "source": context.partition_key})
+            return
         # The one place a source's entry is read from the sources file; later stages get it from here.
-        source = corpus.source(context.partition_key)
-        raw = ingest.read_source(source, corpus.corpus_path)
-        context.add_output_metadata({"content_hash": raw.content_hash, "units_read": raw.units})
-        return raw
+        raw = ingest.read_source(corpus.source(context.partition_key), corpus.corpus_path)
+        yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units})
+        yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
 
     @asset(partitions_def=partitions_def, group_name="ingest")
     def parsed_structure(context: AssetExecutionContext, raw_texts):

@@ -10,10 +10,13 @@ How they fit together (docs/operations.md tells the operator's side):
   the embedding model), records them as `source_inputs` observations (so the UI's staleness
   follows them) and requests `ingest_source` runs for exactly the sources whose fingerprint
   moved, again tagged as one batch.
-- `index_after_batch` waits until every run of a batch has finished, then requests one
-  `build_index` run, told which sources of the batch failed (so it never switches a partial
-  index live). A sensor rather than a second schedule at, say, 04:00: the index follows the
-  partitions however long they take, and the same sensor serves the change batches.
+- `index_after_batch` treats every ingest run that finished since the last index as one batch,
+  however it was started (the UI, a backfill, this schedule, `source_changes`): once no ingest
+  run is queued or running and no backfill of ingest assets is open, it requests one
+  `build_index` run, told which of those sources failed (so it never switches a partial index
+  live). A sensor rather than a second schedule at, say, 04:00: the index follows the partitions
+  however long they take. Waiting for "nothing in progress" rather than for a batch's size makes
+  it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
   into alerts (lectio.alerts), each sent once.
 
@@ -27,8 +30,10 @@ import hashlib
 import json
 import logging
 import time
+from datetime import datetime, timezone
 
 from dagster import (
+    AssetKey,
     DagsterEventType,
     DagsterRunStatus,
     DefaultScheduleStatus,
@@ -46,16 +51,22 @@ from dagster import (
     sensor,
 )
 
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+
 from assets.source_assets import source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.index.database import ensure_database
 from lectio.settings import load_settings
-from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, STAGE_TAG
+from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from resources import CorpusResource
 
 NIGHTLY_CRON = "0 2 * * *"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+NOT_FINISHED = [s for s in DagsterRunStatus if s not in FINISHED and s != DagsterRunStatus.MANAGED]
+OPEN_BACKFILLS = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING]
+INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
+INDEX_KEY = AssetKey("search_index")
 # A run still "started" this long after its last status change has lost its worker (killed,
 # its machine gone): the batch goes on without it, as if it had failed. Dagster's run monitoring
 # (dagster.yaml) fails such runs itself when the daemon runs; this covers a daemon that did not.
@@ -171,47 +182,99 @@ def _index_after_batch_sensor(index_job):
         job=index_job,
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.STOPPED,
-        description="Builds the index once every run of a nightly or source-change batch has finished.",
+        description="Builds the index once the ingest runs since the last index (from the UI, a backfill, "
+        "the schedule or a sensor) have all finished.",
     )
     def index_after_batch(context: SensorEvaluationContext):
-        # Cursor: the batches already indexed, pruned to those whose runs still exist.
-        done: list[str] = json.loads(context.cursor) if context.cursor else []
         instance = context.instance
-        known = {v for _, values in instance.get_run_tags(tag_keys=[BATCH_TAG]) for v in values}
-        done = [b for b in done if b in known]
-        batches = sorted(known - set(done))
-        finished, latest_run = [], {}
-        for batch in batches:
-            records = instance.get_run_records(filters=RunsFilter(tags={BATCH_TAG: batch}))
-            runs = [r.dagster_run for r in records]
-            expected = max((int(r.tags.get(BATCH_SIZE_TAG, "0")) for r in runs), default=0)
-            if len(runs) < expected or not all(_finished(r) for r in records):
-                continue  # still running (or not all requested yet)
-            finished.append(batch)
-            for record in records:
-                key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
-                status = record.dagster_run.status if record.dagster_run.status in FINISHED else DagsterRunStatus.FAILURE
-                if key and (key not in latest_run or latest_run[key][0] < stamp):
-                    latest_run[key] = (stamp, status)
-        if not finished:
-            return SkipReason("no finished batch waiting for an index")
-        # One index run covers every batch that finished since the last tick: the index reads
-        # the latest materialisation of every source anyway. A source counts as failed when its
-        # latest run in those batches failed.
-        failed = sorted(k for k, (_, status) in latest_run.items() if status != DagsterRunStatus.SUCCESS)
-        key = "index:" + hashlib.sha256("+".join(finished).encode()).hexdigest()[:16]
+        # Nothing while a source is still being ingested: the index would miss it, and a backfill
+        # still launching its runs is not done either.
+        if busy := _ingest_in_progress(instance):
+            return SkipReason(f"waiting for {busy} to finish")
+        since = max(_cursor_time(context.cursor), _last_index_start(instance))
+        runs = _ingest_runs_since(instance, since)
+        if not runs:
+            return SkipReason("no ingest run finished since the last index")
+        failed = _failed_partitions(runs)
+        labels = sorted({_batch_label(r.dagster_run) for r in runs})
+        key = "index:" + hashlib.sha256("+".join(sorted(r.dagster_run.run_id for r in runs)).encode()).hexdigest()[:16]
         request = RunRequest(
             run_key=key,
             run_config={"ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": True}}}},
-            tags={STAGE_TAG: "index", "lectio/after_batches": ",".join(finished)[:200]},
+            tags={STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))},
         )
-        return SensorResult(run_requests=[request], cursor=json.dumps(done + finished))
+        through = max(r.update_timestamp.timestamp() for r in runs)
+        return SensorResult(run_requests=[request], cursor=index_cursor(through))
 
     return index_after_batch
 
 
+def index_cursor(through: float) -> str:
+    """index_after_batch's cursor: the last update time of the newest ingest run it indexed."""
+    return json.dumps({"through": through})
+
+
+def _cursor_time(cursor: str | None) -> float:
+    state = json.loads(cursor) if cursor else None
+    # An older cursor (a list of indexed batch ids) carries no time: the last index run bounds it.
+    return float(state["through"]) if isinstance(state, dict) else 0.0
+
+
+def _ingests(run) -> bool:
+    """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
+    asset backfills launch those as Dagster's implicit asset job)."""
+    return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
+
+
+def _indexes(run) -> bool:
+    return run.job_name == INDEX_JOB or INDEX_KEY in set(run.asset_selection or ())
+
+
+def _ingest_in_progress(instance) -> str | None:
+    """What ingest work is still queued or running, in words, or None."""
+    records = instance.get_run_records(filters=RunsFilter(statuses=NOT_FINISHED))
+    runs = [r for r in records if _ingests(r.dagster_run) and not _finished(r)]
+    backfills = [b for b in instance.get_backfills(filters=BulkActionsFilter(statuses=OPEN_BACKFILLS))
+                 if b.job_name == INGEST_JOB or set(b.asset_selection or ()) & INGEST_KEYS]
+    parts = [f"{len(runs)} ingest run(s)" if runs else "", f"{len(backfills)} backfill(s)" if backfills else ""]
+    return " and ".join(p for p in parts if p) or None
+
+
+def _last_index_start(instance) -> float:
+    """When the newest index run was created: whatever finished before it (`lectio run`'s own
+    ingest, say) it has read already."""
+    records = instance.get_run_records(filters=RunsFilter(job_name=INDEX_JOB), limit=1)
+    return records[0].create_timestamp.timestamp() if records else 0.0
+
+
+def _ingest_runs_since(instance, since: float) -> list:
+    """The ingest runs that ended after `since`, and those stuck since then (see _finished)."""
+    after = datetime.fromtimestamp(since, tz=timezone.utc)
+    records = instance.get_run_records(filters=RunsFilter(updated_after=after))
+    return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since]
+
+
+def _failed_partitions(records) -> list[str]:
+    """Sources whose latest run among these did not succeed (a stuck run counts as failed)."""
+    latest: dict[str, tuple[float, bool]] = {}
+    for record in records:
+        key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
+        if key and (key not in latest or latest[key][0] < stamp):
+            latest[key] = (stamp, record.dagster_run.status == DagsterRunStatus.SUCCESS)
+    return sorted(k for k, (_, ok) in latest.items() if not ok)
+
+
+def _batch_label(run) -> str:
+    """What requested a run, for the index run's tag: its batch, its backfill, or the run itself."""
+    if batch := run.tags.get(BATCH_TAG):
+        return batch
+    if backfill := run.tags.get("dagster/backfill"):
+        return f"backfill-{backfill}"
+    return f"run-{run.run_id[:8]}"
+
+
 def _finished(record) -> bool:
-    """Ended, or stuck: a run whose worker died stays STARTED forever and would hold its batch."""
+    """Ended, or stuck: a run whose worker died stays STARTED forever and would hold the index."""
     if record.dagster_run.status in FINISHED:
         return True
     return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
@@ -284,9 +347,19 @@ def _failed_checks_sensor():
         alerts = [a for a in (check_alert(r, ui_url, context.instance) for r in records) if a is not None]
         _deliver(alerts, context.log.info)
         context.update_cursor(str(records[-1].storage_id))
-        return SkipReason(f"{len(records)} check evaluations read, {len(alerts)} failed")
+        return SkipReason(f"{len(records)} check evaluations read; {_alert_summary(alerts)}")
 
     return alert_on_failed_checks
+
+
+def _alert_summary(alerts: list[Alert]) -> str:
+    """What a tick alerted on, in its own words ("1 alert: chunk_count on notes-alice"): a sensor
+    that sends alerts requests no runs, so Dagster's "0 runs requested" would say nothing."""
+    if not alerts:
+        return "no alert"
+    named = ", ".join(f"{a.check or a.asset} on {a.partition}" if a.partition else str(a.check or a.asset) for a in alerts[:5])
+    more = f" and {len(alerts) - 5} more" if len(alerts) > 5 else ""
+    return f"{len(alerts)} alert{'s' if len(alerts) > 1 else ''}: {named}{more}"
 
 
 def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:

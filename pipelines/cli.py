@@ -177,12 +177,16 @@ def _dev(args) -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    cmd = ["dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
+    # The dagster beside this Python: `.venv/bin/lectio dev` works without an activated venv.
+    dagster = Path(sys.executable).parent / "dagster"
+    cmd = [str(dagster), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
     # `dagster dev` warns on every start that the `dg` CLI supersedes it; lectio's project is not
     # a `dg` project, and the warning is no news to whoever reads it for the hundredth time.
     env = {**env, "PYTHONWARNINGS": "ignore::Warning"}
     print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
-    child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, preexec_fn=default_signals)
+    # Started in DAGSTER_HOME: from the project root `dagster dev` finds the project's dagster.yaml
+    # there and warns it "will not be used" (the home holds its copy, pipelines/home.py).
+    child = subprocess.Popen(cmd, cwd=env["DAGSTER_HOME"], env=env, preexec_fn=default_signals)
 
     def forward(signum, _frame):
         child.send_signal(signal.SIGINT)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dagster import AssetsDefinition, Definitions, EnvVar, FilesystemIOManager, StaticPartitionsDefinition, define_asset_job
+from dagster import (
+    AssetsDefinition,
+    Definitions,
+    EnvVar,
+    ExecutorDefinition,
+    FilesystemIOManager,
+    StaticPartitionsDefinition,
+    define_asset_job,
+    in_process_executor,
+)
 
 from assets import build_index_assets, build_source_assets
 from assets.checks import build_asset_checks
@@ -30,7 +39,15 @@ def lectio_resources(settings: Settings, sources_file: Path) -> dict:
     }
 
 
-def build_definitions(sources_file: Path | None = None) -> Definitions:
+# One source's ingest runs in one process, wherever it is launched (UI, daemon, `lectio run`):
+# its steps follow each other, so the multiprocess executor's process per step bought nothing
+# and cost each step a fresh Python importing Dagster, pandas and torch and loading the model
+# (14-18 s per step). Parallelism is across sources: one run each (docs/operations.md).
+INGEST_EXECUTOR = in_process_executor
+
+
+def build_definitions(sources_file: Path | None = None, ingest_executor: ExecutorDefinition = INGEST_EXECUTOR) -> Definitions:
+    """The code location; `ingest_executor` exists for benchmarks/ui_run_time.py's comparison."""
     settings = load_settings()
     sources_file = Path(sources_file or settings.sources_file).resolve()
     partitions = StaticPartitionsDefinition(source_ids(sources_file))
@@ -39,7 +56,8 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
     migration_assets = build_migration_assets(partitions)
     jobs = {
         INGEST_JOB: define_asset_job(INGEST_JOB, selection=[a for a in source_assets if isinstance(a, AssetsDefinition)],
-                                     description="Read, parse, chunk and embed one source (a partition)."),
+                                     executor_def=ingest_executor,
+                                     description="Read, parse, chunk and embed one source (a partition), in one process."),
         # Tagged so the run queue (dagster.yaml) builds one index at a time, however it was launched.
         INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={STAGE_TAG: "index"},
                                     description="Size distribution and a new index version from every source."),
@@ -59,9 +77,8 @@ def build_definitions(sources_file: Path | None = None) -> Definitions:
 
 
 def ingest_job():
-    """The ingest job rebuilt from the environment (LECTIO_SOURCES, LECTIO_HOME): the target an
-    executor that runs each step in a process of its own reconstructs the job from, as in
-    `execute_job(reconstructable(ingest_job), …)`."""
+    """The ingest job rebuilt from the environment (LECTIO_SOURCES, LECTIO_HOME), for
+    `execute_job(reconstructable(ingest_job), …)` in a process of its own."""
     return build_definitions().resolve_job_def(INGEST_JOB)
 
 

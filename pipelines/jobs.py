@@ -5,6 +5,8 @@ INGEST_JOB = "ingest_source"
 INDEX_JOB = "build_index"
 MIGRATE_JOB = "migrate_index"
 GATE_JOB = "gate_candidate"
+# The assets the ingest job materialises, one partition (source) per run.
+INGEST_ASSETS = ("raw_texts", "parsed_structure", "chunks", "embeddings")
 
 BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
 BATCH_SIZE_TAG = "lectio/batch_size"

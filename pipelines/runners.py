@@ -229,6 +229,13 @@ def _facts(result, assets: list[str]) -> dict[str, dict]:
 
 
 def _failure_message(result) -> str:
+    # A blocking check that failed (a bad source entry) says what is wrong in its description;
+    # the step's error only says that a check failed.
+    for event in result.all_events:
+        evaluation = event.event_specific_data if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION else None
+        if evaluation is not None and not evaluation.passed:
+            if evaluation.blocking and evaluation.description:
+                return evaluation.description
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error

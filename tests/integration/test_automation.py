@@ -21,10 +21,11 @@ from dagster import (
     build_sensor_context,
     materialize,
 )
+from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
-from pipelines.jobs import BATCH_TAG
+from pipelines.automation import index_cursor
 from pipelines.definitions import build_definitions
-from pipelines.jobs import INDEX_JOB, INGEST_JOB
+from pipelines.jobs import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from pipelines.home import prepare_dagster_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -65,6 +66,9 @@ def _sensor_tick(defs, name, instance, cursor=None):
 def test_nightly_run_with_nothing_changed_embeds_nothing(main_run, settings, instance):
     """The schedule asks for every source; with nothing changed every ingest run embeds zero
     chunks, and the index sensor then reuses the live index version."""
+    # The sensor's cursor as of now: runs other test files left in this session's instance are
+    # not this night's.
+    since = index_cursor(time.time())
     defs = build_definitions(settings.sources_file)
     schedule = defs.resolve_schedule_def("nightly_reembed")
     night = datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)
@@ -85,9 +89,9 @@ def test_nightly_run_with_nothing_changed_embeds_nothing(main_run, settings, ins
     assert all(reused > 0 for _, reused in embedded.values())
 
     # Every run of the batch finished: the sensor requests the index, with no failed sources.
-    tick = _sensor_tick(defs, "index_after_batch", instance)
+    tick = _sensor_tick(defs, "index_after_batch", instance, since)
     (request,) = tick.run_requests
-    assert "nightly-2026-11-30" in request.tags["lectio/after_batches"]
+    assert request.tags["lectio/after_batches"] == "nightly-2026-11-30"
     config = request.run_config["ops"]["search_index"]["config"]
     assert config == {"failed_sources": [], "switch_live": True}
     index = defs.resolve_job_def(INDEX_JOB).execute_in_process(
@@ -166,7 +170,10 @@ def test_failed_run_alerts_through_the_sensor(instance, tmp_path, monkeypatch):
     monkeypatch.setenv("LECTIO_ALERT_LOG", str(log_file))
     monkeypatch.setenv("LECTIO_UI_URL", "http://dagster.test")
     sources = _watched_corpus(tmp_path)
-    sources.write_text(sources.read_text() + "  - {id: watch-gone, kind: document, format: text, path: gone.txt, acl: [public]}\n")
+    # A file that cannot be read as text fails raw_texts itself (a missing file is the blocking
+    # source_entry check's, which alerts as a check).
+    (tmp_path / "latin1.txt").write_bytes("Caf\xe9 rota\n".encode("latin-1"))
+    sources.write_text(sources.read_text() + "  - {id: watch-gone, kind: document, format: text, path: latin1.txt, acl: [public]}\n")
     defs = build_definitions(sources)
     start = _sensor_tick(defs, "alert_on_failed_runs", instance).cursor  # first tick: watch from now
 
@@ -183,7 +190,7 @@ def test_failed_run_alerts_through_the_sensor(instance, tmp_path, monkeypatch):
     alert = alerts[0]
     assert alert["kind"] == "run_failed" and alert["job"] == INGEST_JOB
     assert alert["partition"] == "watch-gone" and alert["asset"] == "raw_texts"
-    assert "gone.txt does not exist" in alert["message"]
+    assert "latin1.txt is not valid UTF-8" in alert["message"]
     assert alert["run_url"] == f"http://dagster.test/runs/{failed.run_id}"
     assert alert["title"] == "lectio: job ingest_source failed for source watch-gone at raw_texts"
 
@@ -204,20 +211,87 @@ def test_definitions_validate_with_schedules_and_sensors(settings):
 
 
 def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkeypatch):
-    """A run whose worker was killed stays STARTED; the batch's index waits for it only until it
-    is stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
+    """A run whose worker was killed stays STARTED; the index waits for it only until it is
+    stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
     from pipelines import automation
     from pipelines.jobs import BATCH_SIZE_TAG
 
     assert instance.run_monitoring_enabled
+    since = index_cursor(time.time())
     defs = build_definitions(settings.sources_file)
     batch = f"killed-{time.time_ns()}"
     job = defs.resolve_job_def(INGEST_JOB)
-    instance.create_run_for_job(job_def=job, status=DagsterRunStatus.STARTED,
-                                tags={BATCH_TAG: batch, BATCH_SIZE_TAG: "1", "dagster/partition": "web"})
-    tick = _sensor_tick(defs, "index_after_batch", instance)
-    assert not any(batch in r.tags["lectio/after_batches"] for r in tick.run_requests)
-    monkeypatch.setattr(automation, "STALE_RUN_SECONDS", 0)
-    requests = _sensor_tick(defs, "index_after_batch", instance).run_requests
-    (request,) = [r for r in requests if batch in r.tags["lectio/after_batches"]]
-    assert "web" in request.run_config["ops"]["search_index"]["config"]["failed_sources"]
+    run = instance.create_run_for_job(job_def=job, status=DagsterRunStatus.STARTED,
+                                      tags={BATCH_TAG: batch, BATCH_SIZE_TAG: "1", "dagster/partition": "web"})
+    try:
+        tick = _sensor_tick(defs, "index_after_batch", instance, since)
+        assert not tick.run_requests and "1 ingest run(s)" in tick.skip_message
+        monkeypatch.setattr(automation, "STALE_RUN_SECONDS", 0)
+        (request,) = _sensor_tick(defs, "index_after_batch", instance, since).run_requests
+        assert request.tags["lectio/after_batches"] == batch
+        assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == ["web"]
+    finally:
+        instance.delete_run(run.run_id)  # a STARTED run left behind would hold later tests' index
+
+
+def test_an_untagged_run_is_indexed_once_no_ingest_is_in_progress(instance, tmp_path):
+    """A run launched from the UI carries no batch tag: the index follows it all the same, once
+    no other ingest run is queued or running, with the failed ones as failed sources."""
+    since = index_cursor(time.time())
+    defs = build_definitions(_watched_corpus(tmp_path))
+    ingest = defs.resolve_job_def(INGEST_JOB)
+    running = instance.create_run_for_job(job_def=ingest, status=DagsterRunStatus.STARTED,
+                                          tags={"dagster/partition": "watch-guide"})
+    ui_run = ingest.execute_in_process(run_config=QUIET, instance=instance, partition_key="watch-rota")
+    assert ui_run.success
+    waiting = _sensor_tick(defs, "index_after_batch", instance, since)
+    assert not waiting.run_requests and waiting.skip_message == "waiting for 1 ingest run(s) to finish"
+
+    instance.report_run_failed(instance.get_run_by_id(running.run_id))
+    tick = _sensor_tick(defs, "index_after_batch", instance, since)
+    (request,) = tick.run_requests
+    assert request.run_config["ops"]["search_index"]["config"] == {"failed_sources": ["watch-guide"], "switch_live": True}
+    assert request.tags["lectio/after_runs"] == "2"
+    assert set(request.tags["lectio/after_batches"].split(",")) == {f"run-{running.run_id[:8]}", f"run-{ui_run.run_id[:8]}"}
+    # Indexed once: the next tick, from the cursor this one left, asks for nothing.
+    again = _sensor_tick(defs, "index_after_batch", instance, tick.cursor)
+    assert not again.run_requests and again.skip_message == "no ingest run finished since the last index"
+
+
+def test_a_backfill_is_indexed_once_it_completes(instance, tmp_path):
+    """An asset backfill over the ingest assets, as the UI launches it: while it is open (it may
+    not have launched every partition yet) the index waits, even with all its runs finished."""
+    since = index_cursor(time.time())
+    sources = _watched_corpus(tmp_path)
+    sources.write_text(sources.read_text() + "  - {id: watch-gone, kind: document, format: text, path: gone.txt, acl: [public]}\n")
+    defs = build_definitions(sources)
+    keys = ["watch-rota", "watch-gone"]
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=f"bf{time.time_ns() % 10**8}", asset_graph=defs.get_repository_def().asset_graph,
+        partition_names=keys, asset_selection=[AssetKey(name) for name in INGEST_ASSETS],
+        backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance, all_partitions=False,
+        title=None, description=None, run_config=None,
+    )
+    instance.add_backfill(backfill)
+    ingest = defs.resolve_job_def(INGEST_JOB)
+    for key in keys:  # the runs the backfill daemon launches, run in process
+        ingest.execute_in_process(run_config=QUIET, instance=instance, partition_key=key, raise_on_error=False,
+                                  tags={"dagster/backfill": backfill.backfill_id})
+        waiting = _sensor_tick(defs, "index_after_batch", instance, since)
+        assert not waiting.run_requests and waiting.skip_message == "waiting for 1 backfill(s) to finish"
+
+    instance.update_backfill(backfill.with_status(BulkActionStatus.COMPLETED_FAILED))
+    (request,) = _sensor_tick(defs, "index_after_batch", instance, since).run_requests
+    assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == ["watch-gone"]
+    assert request.tags["lectio/after_batches"] == f"backfill-{backfill.backfill_id}"
+
+
+def test_an_alert_tick_says_what_it_alerted_on():
+    """A tick that sent alerts requests no runs; its message names each check and source."""
+    from lectio.alerts import Alert
+    from pipelines.automation import _alert_summary
+
+    alert = Alert(kind="check_failed", message="dropped", run_id="r1", run_url="http://x/runs/r1",
+                  asset="chunks", check="chunk_count", partition="notes-alice")
+    assert _alert_summary([alert]) == "1 alert: chunk_count on notes-alice"
+    assert _alert_summary([]) == "no alert"

@@ -1,0 +1,153 @@
+"""One source's ingest launched as the UI launches it against the same source in `lectio run`.
+
+The UI path, for real: a `dagster-daemon` on a throwaway LECTIO_HOME, a run submitted to the
+instance with `dagster job launch` (QUEUED, with its code-location origin, as the UI's
+Materialize button does); the daemon's run queue dequeues it and the default run launcher starts
+its worker process. Timed from the run's creation to its end (the run record), so the figure is
+what the UI shows as queued-to-done. The daemon is started, and the code location loaded, before
+the clock starts, as a user's `lectio dev` is.
+
+`lectio run`'s figure is the source's time in `run_main` (its ingest run in process, the model
+loaded in it; imports done before), i.e. the `— 12.3s` that `lectio run` prints for the source.
+The embedding cache is emptied before every timed run, so each embeds every chunk.
+
+    python benchmarks/ui_run_time.py [--source kjv] [--executor in_process|multiprocess|forkserver]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", default="kjv", help="a source id of tests/fixtures/sources.yaml")
+    parser.add_argument("--executor", default="in_process", choices=["in_process", "multiprocess", "forkserver"])
+    parser.add_argument("--repeat", type=int, default=2, help="launched runs (alternating with lectio run)")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="lectio-ui-run-"))
+    home.chmod(0o755)
+    sources = _one_source(home / "sources", args.source)
+    os.environ.update({"LECTIO_HOME": str(home), "LECTIO_SOURCES": str(sources), "LECTIO_BENCH_EXECUTOR": args.executor})
+    os.environ.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
+    os.environ.pop("DATABASE_URL", None)
+    from lectio.index.database import ensure_database, stop_embedded
+    from lectio.settings import load_settings
+    from pipelines.home import prepare_dagster_env
+
+    settings = load_settings()
+    db = ensure_database(settings)
+    env = {**os.environ, **prepare_dagster_env(settings, db), "PYTHONWARNINGS": "ignore::Warning"}
+    workspace = _workspace(home)
+    daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], cwd=PROJECT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from dagster import DagsterInstance
+
+        instance = DagsterInstance.get()
+        _wait_for_daemon(instance)
+        launched, phases, in_lectio_run = [], [], []
+        for _ in range(args.repeat):
+            _empty_cache(db)
+            seconds, phase = _launch(instance, workspace, env, args.source)
+            launched.append(seconds)
+            phases.append(phase)
+            _empty_cache(db)
+            in_lectio_run.append(_lectio_run(settings, args.source))
+        print(json.dumps({
+            "source": args.source, "executor": args.executor,
+            "launched_s": launched, "launched_phases_s": phases, "lectio_run_s": in_lectio_run,
+            "ratio_best": round(min(launched) / min(in_lectio_run), 2),
+            "ratio_median": round(sorted(launched)[len(launched) // 2] / sorted(in_lectio_run)[len(in_lectio_run) // 2], 2),
+        }, indent=2))
+        return 0
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=60)
+        stop_embedded(settings)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _one_source(folder: Path, source_id: str) -> Path:
+    """A sources file holding one entry of the fixtures (their files copied beside it)."""
+    shutil.copytree(PROJECT / "tests" / "fixtures", folder)
+    entries = yaml.safe_load((folder / "sources.yaml").read_text())["sources"]
+    (folder / "sources.yaml").write_text(yaml.safe_dump({"sources": [e for e in entries if e["id"] == source_id]}))
+    return folder / "sources.yaml"
+
+
+def _workspace(home: Path) -> Path:
+    path = home / "workspace.yaml"
+    path.write_text(yaml.safe_dump({"load_from": [{"python_file": {
+        "relative_path": str(PROJECT / "benchmarks" / "ui_run_variants.py"), "attribute": "defs",
+        "working_directory": str(PROJECT), "location_name": "lectio"}}]}))
+    return path
+
+
+def _wait_for_daemon(instance, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "QUEUED_RUN_COORDINATOR" in instance.get_daemon_heartbeats():
+            return
+        time.sleep(1)
+    raise RuntimeError("the daemon sent no heartbeat")
+
+
+def _empty_cache(db) -> None:
+    from lectio.index.store import ensure_schema
+
+    with db.connect() as conn:
+        ensure_schema(conn)
+        conn.execute("DELETE FROM embedding_cache")
+
+
+def _launch(instance, workspace: Path, env: dict, source_id: str) -> tuple[float, dict]:
+    """Submit one partition's run to the instance and wait for it: its queued-to-done seconds,
+    and where they went (in the queue, starting the worker process, running the steps)."""
+    from dagster import DagsterEventType, DagsterRunStatus
+
+    run_id = str(uuid.uuid4())
+    subprocess.run([str(BIN / "dagster"), "job", "launch", "-w", str(workspace), "-j", "ingest_source",
+                    "--run-id", run_id, "--tags", json.dumps({"dagster/partition": source_id})],
+                   cwd=PROJECT, env=env, check=True, capture_output=True)
+    while True:
+        record = instance.get_run_record_by_id(run_id)
+        if record.dagster_run.is_finished:
+            break
+        time.sleep(0.5)
+    if record.dagster_run.status != DagsterRunStatus.SUCCESS:
+        raise RuntimeError(f"the launched run {run_id} ended {record.dagster_run.status.value}")
+    created = record.create_timestamp.timestamp()
+    stamps = {e.dagster_event_type: e.timestamp for e in instance.all_logs(run_id) if e.is_dagster_event}
+    dequeued, started = stamps[DagsterEventType.RUN_STARTING], stamps[DagsterEventType.RUN_START]
+    phases = {"queued": round(dequeued - created, 1), "worker_start": round(started - dequeued, 1),
+              "steps": round(record.end_time - started, 1)}
+    return round(record.end_time - created, 1), phases
+
+
+def _lectio_run(settings, source_id: str) -> float:
+    from pipelines.runners import run_main
+
+    report = run_main(settings, echo=lambda _: None)
+    (outcome,) = [o for o in report.sources if o.source_id == source_id]
+    if not outcome.ok or outcome.facts.get("embeddings", {}).get("embedded", 0) == 0:
+        raise RuntimeError(f"lectio run did not ingest {source_id} afresh: {outcome}")
+    return round(outcome.seconds, 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

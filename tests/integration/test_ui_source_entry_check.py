@@ -1,0 +1,67 @@
+"""A bad source entry is one failed check naming the field: `source_entry`, blocking, evaluated in
+raw_texts' step before anything is read, so no later stage or chunk check runs for that source."""
+
+from __future__ import annotations
+
+import pytest
+from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
+
+from pipelines.definitions import build_definitions
+from pipelines.home import prepare_dagster_env
+from pipelines.jobs import INGEST_JOB
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+@pytest.fixture()
+def instance(settings, database):
+    prepare_dagster_env(settings, database)
+    return DagsterInstance.get()
+
+
+def _ingest(sources, instance, key):
+    """The ingest job, as the UI launches it: the assets with every check on them (materialize()
+    would take only the checks defined inside the assets)."""
+    job = build_definitions(sources).resolve_job_def(INGEST_JOB)
+    return job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=QUIET)
+
+
+def _evaluations(result):
+    return {e.event_specific_data.check_name: e.event_specific_data for e in result.all_events
+            if e.event_type == DagsterEventType.ASSET_CHECK_EVALUATION}
+
+
+@pytest.mark.parametrize("entry, field", [
+    ("{id: entry-noacl, kind: document, format: text, path: rota.txt}", "acl"),
+    ("{id: entry-badacl, kind: document, format: text, path: rota.txt, acl: []}", "acl"),
+    ("{id: entry-gone, kind: document, format: text, path: gone.txt, acl: [public]}", "path"),
+    ("{id: entry-kind, kind: novel, format: text, path: rota.txt, acl: [public]}", "kind"),
+])
+def test_a_bad_entry_is_one_failed_check_naming_its_field(instance, tmp_path, entry, field):
+    (tmp_path / "rota.txt").write_text("Rota\n\nSunday: tea after the service.\n")
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(f"sources:\n  - {entry}\n")
+    key = entry.split(",")[0].removeprefix("{id: ")
+    result = _ingest(sources, instance, key)
+    assert not result.success
+    (evaluation,) = _evaluations(result).values()  # no chunk or embedding check ran
+    assert evaluation.check_name == "source_entry" and not evaluation.passed
+    assert evaluation.metadata["field"].value == field and key in evaluation.description
+    # The one failed step is raw_texts, failed by its blocking check; nothing later ran.
+    failed = [e for e in result.all_events if e.is_step_failure]
+    assert [e.step_key for e in failed] == ["raw_texts"]
+    assert failed[0].step_failure_data.error.cls_name == "DagsterAssetCheckFailedError"
+    assert not [e for e in result.all_events if e.is_step_success]
+
+
+def test_a_good_entry_passes_and_the_chunk_checks_run(instance, tmp_path):
+    (tmp_path / "rota.txt").write_text("Rota\n\nMonday: the chairs are stacked.\n")
+    sources = tmp_path / "sources.yaml"
+    sources.write_text("sources:\n  - {id: entry-good, kind: document, format: text, path: rota.txt, acl: [public]}\n")
+    result = _ingest(sources, instance, "entry-good")
+    assert result.success
+    evaluations = _evaluations(result)
+    assert evaluations["source_entry"].passed
+    assert {"permission_tags", "header_presence", "unique_chunk_ids", "embedding_vectors"} <= set(evaluations)
+    assert instance.get_latest_materialization_event(AssetKey("raw_texts")) is not None
+    assert AssetCheckKey(AssetKey("raw_texts"), "source_entry") in build_definitions(sources).resolve_asset_graph().asset_check_keys
