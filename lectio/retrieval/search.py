@@ -20,7 +20,7 @@ from lectio.retrieval import candidates, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
-from lectio.embedding.model import Embedder, ModelChoice
+from lectio.embedding.model import Embedder, ModelChoice, one_model_thread
 from lectio.bible.refs import RefRange, UnknownReference, parse_reference
 
 DEFAULT_PRINCIPALS = ("public",)
@@ -32,10 +32,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 def _one_model_thread() -> None:
     # One short query gains little from a second core, and a second model thread spins against
     # the database answering the same search (measured beside a busy core: 9 ms on one thread,
-    # 36-500 ms on two). Torch's thread count is per thread, so ingestion keeps all cores.
-    import torch
-
-    torch.set_num_threads(1)
+    # 36-500 ms on two). Set per thread and lazily, so ingestion keeps all cores and a search
+    # served by ONNX Runtime never imports torch.
+    one_model_thread()
 
 
 # Query embeddings run here, beside the database's work on the same search (one per concurrent

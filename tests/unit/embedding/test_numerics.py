@@ -5,15 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lectio.embedding import model, numerics
+from lectio.embedding import backends, model, numerics
 
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.precision, model.configured_model):
+    for cached in (numerics.precision, backends.backend, model.configured_model):
         cached.cache_clear()
+    # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
+    monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.precision, model.configured_model):
+    for cached in (numerics.precision, backends.backend, model.configured_model):
         cached.cache_clear()
 
 
@@ -30,6 +32,7 @@ def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
     assert numerics.precision() == "fp32" and "+" not in model.model_id()
     numerics.precision.cache_clear()
+    backends.backend.cache_clear()
     model.configured_model.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.precision() == "bf16" and model.model_id().endswith("+bf16")

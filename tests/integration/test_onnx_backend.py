@@ -1,0 +1,128 @@
+"""The ONNX Runtime backend end to end: exported from the packaged weights into an empty home,
+the same vectors as torch, and a backend change re-embeds (the cache key), moves every source's
+fingerprint and builds a version that records its backend and is searched with it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from lectio.embedding import backends, model, numerics, onnx_runtime
+from lectio.embedding.cache import embed_chunks
+from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
+from lectio.index import store
+from lectio.index.build import build_index
+from lectio.retrieval.search import SearchConfig, search
+from lectio.rulesets.chunk import chunks_frame
+from lectio.rulesets.registry import input_fingerprints, run_source
+
+SOURCES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Psalm 23; Psalm 121", acl: [public]}
+"""
+TEXTS = ["Jesus wept.", "The Lord is my shepherd; I shall lack nothing. " * 3,
+         "Therefore, being justified by faith, we have peace with God through our Lord Jesus Christ. " * 8, ""]
+
+
+def _clear():
+    for cached in (numerics.precision, backends.backend, model.configured_model):
+        cached.cache_clear()
+
+
+def test_the_export_is_made_from_the_packaged_weights_into_an_empty_home(tmp_path):
+    home = tmp_path / "home"  # not even created yet
+    choice = ModelChoice(backend="onnx")
+    path = onnx_runtime.ensure_export(choice.name, choice.release, "fp32", home)
+    assert path == home / "models" / f"{choice.name}@{choice.release}" / "model.onnx" and path.is_file()
+    record = json.loads((path.parent / "export.json").read_text())
+    assert record["from"] == str(model_path()) and record["graph"] in ("fused", "plain")
+    kept = record["checks"]["fused.onnx" if record["graph"] == "fused" else "plain.onnx"]
+    assert kept["equivalent"] and kept["min_cosine"] >= onnx_runtime.MIN_COSINE
+    # Nothing was written into the package, and no scratch files stay in the home.
+    assert not (model_path() / "onnx").exists()
+    assert sorted(p.name for p in path.parent.iterdir() if not p.name.startswith(".lock")) == ["export.json", "model.onnx"]
+    # The same vectors as torch's, whatever the batch: one text alone (the query session) and all.
+    onnx = onnx_runtime.OnnxModel(path)
+    reference = torch_vectors(choice.name, TEXTS)
+    for vectors in (onnx.encode(TEXTS), np.vstack([onnx.encode([t]) for t in TEXTS])):
+        assert np.abs(vectors - reference).max() < 1e-5
+        assert np.min(np.sum(vectors * reference, axis=1)) > 0.99999
+    # Made once: a second call finds it.
+    stamp = path.stat().st_mtime_ns
+    assert onnx_runtime.ensure_export(choice.name, choice.release, "fp32", home).stat().st_mtime_ns == stamp
+    # The home's measurement of the backends, recorded beside the export.
+    measured = backends.measured(choice.name, choice.release, home)
+    assert measured["backend"] in backends.BACKENDS and measured["machine"] == backends.machine()
+    assert measured["equivalence"]["equivalent"] and (path.parent / backends.CHOICE_FILE).is_file()
+
+
+def test_the_onnx_embedder_keeps_the_embedder_contract(monkeypatch, tmp_path):
+    monkeypatch.setenv("LECTIO_HOME", str(tmp_path / "home"))
+    onnx, torch_ = Embedder(choice=ModelChoice(backend="onnx")), Embedder(choice=ModelChoice())
+    head = "The Lord is my shepherd; I shall lack nothing. " * 40  # past the window: embedded in windows
+    texts = ["Jesus wept.", head, head + "Ships and sailors crossed the stormy sea. " * 40]
+    vectors, reference = onnx.encode(texts), torch_.encode(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(vectors * reference, axis=1)) > 0.99999
+    assert onnx.encode([]).shape == (0, 384)
+
+
+def test_a_backend_change_re_embeds_and_builds_a_version_that_records_it(conn, settings, tmp_path):
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(SOURCES)
+    frame = chunks_frame(run_source(sources, "web", settings.corpus_dir)[1])
+    on_torch, on_onnx = Embedder(choice=ModelChoice()), Embedder(choice=ModelChoice(backend="onnx"))
+    hashes = frame["content_hash"].unique().tolist()
+    conn.execute("DELETE FROM embedding_cache WHERE content_hash = ANY(%s) AND model_id = ANY(%s)",
+                 (hashes, [on_torch.model_id, on_onnx.model_id]))
+    assert embed_chunks(conn, frame, on_torch).embedded == len(hashes)
+    # torch's vectors are not ONNX Runtime's: the other key embeds everything again, once.
+    first = embed_chunks(conn, frame, on_onnx)
+    assert first.embedded == len(hashes) and first.reused == 0
+    assert embed_chunks(conn, frame, on_onnx).reused == len(hashes)
+    pairs = conn.execute(
+        "SELECT 1 - (a.embedding <=> b.embedding) FROM embedding_cache a JOIN embedding_cache b "
+        "ON a.content_hash = b.content_hash WHERE a.model_id = %s AND b.model_id = %s AND a.content_hash = ANY(%s)",
+        (on_torch.model_id, on_onnx.model_id, hashes)).fetchall()
+    assert len(pairs) == len(hashes) and min(p[0] for p in pairs) > 0.99999
+    # Another fingerprint, and the version records the backend's model id.
+    assert store.fingerprint(frame, on_torch.model_id) != store.fingerprint(frame, on_onnx.model_id)
+    version = build_index(conn, frame, on_onnx.model_id, [], switch_live=False).version
+    assert store.get_version(conn, version).model_id == on_onnx.model_id
+    # Searched with the version's own backend, whatever this process embeds with.
+    vector = SearchConfig(mode="vector")
+    query = "I lift up my eyes to the hills"
+    as_torch = search(conn, query, version=version, embedder=on_torch, config=vector).results
+    as_onnx = search(conn, query, version=version, embedder=on_onnx, config=vector).results
+    assert as_torch and [(r.chunk_id, r.score) for r in as_torch] == [(r.chunk_id, r.score) for r in as_onnx]
+
+
+def test_every_source_fingerprint_moves_with_the_backend(monkeypatch, settings):
+    fingerprints = {}
+    try:
+        for backend in backends.BACKENDS:
+            _clear()
+            monkeypatch.setenv("LECTIO_EMBED_BACKEND", backend)
+            assert model.configured_model().backend == backend
+            fingerprints[backend] = input_fingerprints(settings.sources_file, settings.corpus_dir)
+    finally:
+        _clear()
+    torch_prints, onnx_prints = fingerprints["torch"], fingerprints["onnx"]
+    assert torch_prints.keys() == onnx_prints.keys() and torch_prints
+    assert all(torch_prints[s] != onnx_prints[s] for s in torch_prints if torch_prints[s] is not None)
+
+
+@pytest.mark.parametrize("precision", ["int8"])
+def test_int8_is_opt_in_and_keyed_apart(tmp_path, precision):
+    choice = ModelChoice(precision=precision, backend="onnx")
+    path = onnx_runtime.ensure_export(choice.name, choice.release, precision, tmp_path / "home")
+    assert path.name == onnx_runtime.INT8_FILE and (path.parent / onnx_runtime.FP32_FILE).is_file()
+    vectors = onnx_runtime.OnnxModel(path).encode(TEXTS)
+    cosine = np.sum(vectors * torch_vectors(choice.name, TEXTS), axis=1)
+    # Close, but not fp32's vectors: a key of its own, and never chosen unless asked for.
+    assert cosine.min() > 0.9 and choice.id.endswith("+int8+onnx") and choice.id != replace(choice, precision="fp32").id

@@ -1,0 +1,169 @@
+"""The embedding backend: a setting beside the precision, part of the model id (so of every cache
+key, fingerprint and version's recorded model), chosen by this machine's measurement when unset,
+and a one-line error when it cannot load."""
+
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import pytest
+
+from lectio.embedding import backends, model, numerics, onnx_runtime
+from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
+
+
+def _clear():
+    for cached in (numerics.precision, backends.backend, model.configured_model):
+        cached.cache_clear()
+
+
+@pytest.fixture()
+def fresh(monkeypatch):
+    _clear()
+    monkeypatch.delenv("LECTIO_EMBED_PRECISION", raising=False)
+    yield monkeypatch
+    _clear()
+
+
+def test_the_backend_is_part_of_the_model_id_and_a_version_names_its_own():
+    torch_fp32, onnx_fp32 = ModelChoice(), ModelChoice(backend="onnx")
+    release = torch_fp32.release
+    # torch fp32 keeps the id every version made before this backend records.
+    assert torch_fp32.id == f"{MODEL_NAME}@{release}"
+    assert onnx_fp32.id == f"{MODEL_NAME}@{release}+onnx" != torch_fp32.id
+    int8 = ModelChoice(precision="int8", backend="onnx")
+    assert int8.id == f"{MODEL_NAME}@{release}+int8+onnx"
+    assert len({torch_fp32.id, onnx_fp32.id, int8.id, ModelChoice(precision="int8").id}) == 4
+    for choice in (torch_fp32, onnx_fp32, int8, ModelChoice(precision="bf16"), ModelChoice(precision="int8")):
+        assert ModelChoice.of_id(choice.id) == choice
+    # Either order of the parts names the same choice; nonsense does not load.
+    assert ModelChoice.of_id(f"{MODEL_NAME}@{release}+onnx+int8") == int8
+    for bad in (f"{MODEL_NAME}@{release}+bf16+onnx", f"{MODEL_NAME}@{release}+onnx+torch",
+                f"{MODEL_NAME}@{release}+tpu", f"{MODEL_NAME}@{release}+int8+fp32"):
+        with pytest.raises(ValueError, match="is not one this lectio can load"):
+            ModelChoice.of_id(bad)
+    torch_embedder = Embedder(choice=torch_fp32)
+    onnx_embedder = torch_embedder.for_model(onnx_fp32.id)
+    assert onnx_embedder.choice == onnx_fp32 and onnx_embedder.model_id == onnx_fp32.id
+    assert onnx_embedder.for_model(onnx_fp32.id) is onnx_embedder
+    assert onnx_embedder.for_model(torch_fp32.id).choice == torch_fp32
+
+
+def test_the_backend_setting_is_checked_and_feeds_the_model_id(fresh):
+    fresh.setenv("LECTIO_EMBED_BACKEND", "torch")
+    torch_id = model.model_id()
+    _clear()
+    fresh.setenv("LECTIO_EMBED_BACKEND", " ONNX ")
+    assert model.configured_model().backend == "onnx" and model.model_id() == torch_id + "+onnx"
+    _clear()
+    fresh.setenv("LECTIO_EMBED_BACKEND", "tensorrt")
+    with pytest.raises(ValueError, match="LECTIO_EMBED_BACKEND must be one of torch, onnx, not 'tensorrt'"):
+        model.configured_model()
+    _clear()
+    fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
+    fresh.setenv("LECTIO_EMBED_PRECISION", "bf16")
+    with pytest.raises(ValueError, match="LECTIO_EMBED_PRECISION=bf16 does not run on the onnx embedding backend"):
+        model.configured_model()
+
+
+def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys):
+    fresh.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    assert not onnx_runtime.available()
+    fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
+    with pytest.raises(onnx_runtime.BackendUnavailable) as raised:
+        model.configured_model()
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("the onnx embedding backend cannot load: onnxruntime is not "
+                                                      "installed") and "LECTIO_EMBED_BACKEND=torch" in message
+    # A version embedded by ONNX Runtime cannot be searched here: one line too (search shows it).
+    with pytest.raises(ValueError, match="onnxruntime is not installed"):
+        Embedder(choice=ModelChoice()).for_model(ModelChoice(backend="onnx").id)
+    # The CLI says it in one line, no traceback.
+    from pipelines.cli import main
+
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"lectio serve: {message}"
+    # Unset, the backend falls back to torch where onnxruntime is missing.
+    _clear()
+    fresh.delenv("LECTIO_EMBED_BACKEND")
+    assert model.configured_model().backend == "torch"
+
+
+def test_a_model_file_that_does_not_load_is_one_line(tmp_path):
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not a model")
+    with pytest.raises(onnx_runtime.BackendUnavailable) as raised:
+        onnx_runtime.OnnxModel(broken).encode(["grace"])
+    assert "\n" not in str(raised.value) and str(raised.value).startswith(
+        f"the onnx embedding backend cannot load {broken}")
+
+
+def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
+    home = tmp_path / "home"
+    fresh.setenv("LECTIO_HOME", str(home))
+    fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
+    choice = ModelChoice()
+    calls = []
+
+    def measure(name, release, home=None):
+        calls.append(name)
+        return {"backend": "onnx", "speedup": 1.8, "equivalence": {"min_cosine": 0.9999996, "equivalent": True}}
+
+    fresh.setattr(backends, "measure", measure)
+    assert model.configured_model() == replace(choice, backend="onnx")
+    recorded = home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE
+    assert json.loads(recorded.read_text())["machine"] == backends.machine()
+    # Read, not measured again: a choice that flipped with the machine's noise would re-embed everything.
+    _clear()
+    assert model.configured_model().backend == "onnx" and len(calls) == 1
+    # Another machine measures again.
+    recorded.write_text(json.dumps(json.loads(recorded.read_text()) | {"machine": {"cpu": "another"}}))
+    _clear()
+    fresh.setattr(backends, "measure", lambda *a, **k: {"backend": "torch", "reason": "ONNX Runtime measured slower"})
+    assert model.configured_model().backend == "torch"
+    assert json.loads(recorded.read_text())["backend"] == "torch"
+    # bf16 is torch's autocast: torch, whatever was measured.
+    _clear()
+    fresh.setenv("LECTIO_EMBED_PRECISION", "bf16")
+    assert model.configured_model() == ModelChoice(precision="bf16")
+
+
+def test_the_fastest_equivalent_backend_is_chosen_and_onnx_wins_a_tie():
+    same, apart = {"equivalent": True}, {"equivalent": False}
+    assert backends.decide(same, 1.9)["backend"] == "onnx"
+    assert backends.decide(same, 0.95)["backend"] == "onnx"  # within the noise: it also spares the torch import
+    assert backends.decide(same, 0.85) == {"backend": "torch", "reason": "ONNX Runtime measured slower"}
+    assert backends.decide(apart, 3.0) == {"backend": "torch", "reason": "the ONNX vectors are not torch's"}
+
+
+def test_a_query_thread_runs_torch_on_one_thread_without_importing_it_first():
+    import torch
+
+    assert torch.get_num_threads() >= 1
+    embedder = Embedder(choice=ModelChoice())
+    with ThreadPoolExecutor(max_workers=1, initializer=model.one_model_thread) as pool:
+        threads = pool.submit(lambda: (embedder.encode(["grace"]), torch.get_num_threads())[1]).result()
+    assert threads == 1
+
+
+def test_an_export_that_fails_is_one_line(monkeypatch, tmp_path):
+    def broken(source, out):
+        raise RuntimeError("Exporting the operator 'aten::scaled_dot_product_attention' is not supported\nat line 3")
+
+    monkeypatch.setattr(onnx_runtime, "_torch_export", broken)
+    choice = ModelChoice(backend="onnx")
+    with pytest.raises(onnx_runtime.BackendUnavailable) as raised:
+        onnx_runtime.ensure_export(choice.name, choice.release, "fp32", tmp_path / "home")
+    assert str(raised.value) == ("the onnx embedding backend cannot load: exporting all-MiniLM-L6-v2 failed: Exporting "
+                                 "the operator 'aten::scaled_dot_product_attention' is not supported "
+                                 "(set LECTIO_EMBED_BACKEND=torch)")
+    # Nothing half-made is left to be loaded next time.
+    folder = onnx_runtime.model_dir(choice.name, choice.release, tmp_path / "home")
+    assert not (folder / onnx_runtime.FP32_FILE).exists() and not list(folder.glob(".export-*"))
+    # Unset, a failed export leaves torch the backend, recorded with why.
+    record = backends.measure(choice.name, choice.release, tmp_path / "home")
+    assert record["backend"] == "torch" and record["reason"].startswith("the ONNX export failed: the onnx embedding")
