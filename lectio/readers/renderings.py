@@ -17,16 +17,35 @@ from __future__ import annotations
 
 import argparse
 import html
+import importlib.util
 import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from lectio.readers.corpus import ensure_sword_module
 from lectio.readers.sword_bible import read_sword_bible
+
+
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words. Importing them through the spacy package imports thinc and,
+    through it, torch (a second per CLI search served by ONNX Runtime); the list is a module of
+    plain Python, so it is read on its own, and through spacy only if that ever fails."""
+    try:
+        spec = importlib.util.find_spec("spacy")
+        path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+        namespace: dict = {}
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+        return frozenset(namespace["STOP_WORDS"])
+    except Exception:  # noqa: BLE001 - a changed module layout: the ordinary import
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        return frozenset(STOP_WORDS)
+
+
+STOP_WORDS = _stop_words()
 
 TRANSLATIONS = {"WEB": "engWEB2015eb", "KJV": "engKJV2006eb"}
 # A pair seen once is most often a tag that spans a neighbouring word, not a rendering.

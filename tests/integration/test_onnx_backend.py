@@ -126,3 +126,23 @@ def test_int8_is_opt_in_and_keyed_apart(tmp_path, precision):
     cosine = np.sum(vectors * torch_vectors(choice.name, TEXTS), axis=1)
     # Close, but not fp32's vectors: a key of its own, and never chosen unless asked for.
     assert cosine.min() > 0.9 and choice.id.endswith("+int8+onnx") and choice.id != replace(choice, precision="fp32").id
+
+
+def test_a_query_served_by_onnx_imports_neither_torch_nor_sentence_transformers(settings):
+    """The CLI's search path with the ONNX backend: importing the search and embedding a query
+    must not pay for torch (once ~1 s through spaCy's package, ~4 s through the torch backend)."""
+    import os
+    import subprocess
+    import sys
+
+    choice = ModelChoice(backend="onnx")
+    onnx_runtime.ensure_export(choice.name, choice.release, "fp32", settings.home)  # made beforehand
+    probe = ("import sys, pipelines.cli, lectio.retrieval.search\n"
+             "from lectio.embedding.model import Embedder, ModelChoice\n"
+             "vector = Embedder(choice=ModelChoice(backend='onnx')).encode(['peace that passes understanding'])\n"
+             "assert vector.shape == (1, 384)\n"
+             "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n")
+    env = {**os.environ, "LECTIO_HOME": str(settings.home), "LECTIO_EMBED_BACKEND": "onnx"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
