@@ -371,9 +371,7 @@ def _index(args) -> int:
 
 def _refuse_if_exposing(conn, version: str, settings) -> None:
     """Before a switch or rollback: every version is judged against the sources file as it
-    stands, and `version` is refused if it is revoked, naming the sources that make it so."""
-    if store.get_version(conn, version) is None:
-        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
+    stands, and `version` is refused if it is missing or revoked, naming the sources that make it so."""
     _judge(conn, settings)
     _refuse_unservable(conn, version)
 

@@ -70,8 +70,6 @@ def build_index(
     current = current.version if current else None
     if not switch_live:
         live, reason = current == version, f"built as a candidate; {current or 'nothing'} stays live"
-    elif version in (judgement.revoked if judgement else {}):
-        live, reason = current == version, "not switched live: it is revoked"
     elif failed_sources and current is not None and not live_revoked:
         live, reason = False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
     elif current == version:
@@ -81,9 +79,9 @@ def build_index(
         live, reason = True, f"switched live (previous: {current or 'none'})"
     if rejected:
         reason += f"; failed quality checks: {quality.describe(rejected)}"
+    # Judged before `version` was found or built, so it is never among the revoked.
     if judgement and (judgement.revoked or judgement.reinstated):
         reason += "; " + judgement.describe()
-        live = live and version not in judgement.revoked
     rows = store.get_version(conn, version).rows
     if replaced:
         reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))

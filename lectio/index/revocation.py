@@ -29,8 +29,7 @@ def allowed_acls(sources: Mapping[str, Source | SourceError]) -> dict[str, tuple
     """Source id → who the sources file lets see it. An entry that is invalid for another reason
     keeps the ACL it states (a typo in its format must not take the live index down); one whose
     ACL cannot be read, like a source the file no longer lists, is allowed to no one."""
-    return {sid: s.acl if isinstance(s, Source) else tuple(getattr(s, "acl", None) or ())
-            for sid, s in sources.items()}
+    return {sid: tuple(s.acl or ()) for sid, s in sources.items()}
 
 
 def source_acls(conn: psycopg.Connection, version: str) -> dict[str, list[str]]:
