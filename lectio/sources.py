@@ -168,11 +168,18 @@ def _yaml_problem(exc: Exception) -> str:
 
 
 def source_ids(sources_file: Path) -> list[str]:
-    ids = [e["id"] for e in read_entries(sources_file)]
+    return [e["id"] for e in _unique_entries(sources_file)]
+
+
+def _unique_entries(sources_file: Path) -> list[dict[str, Any]]:
+    """The file's entries, refused whole when two share an id: which of the two is meant is
+    unknowable, and the file decides who may see what an index holds."""
+    entries = read_entries(sources_file)
+    ids = [e["id"] for e in entries]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise SourceError(duplicates[0], f"id is used by more than one source in {sources_file}")
-    return ids
+    return entries
 
 
 def parse_source(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None = None) -> Source:
@@ -274,7 +281,7 @@ def load_sources(sources_file: Path, corpus_dir: Path | None = None) -> dict[str
     base_dir = Path(sources_file).resolve().parent
     corpus_dir = corpus_dir or _corpus_dir()
     loaded: dict[str, Source | SourceError] = {}
-    for entry in read_entries(sources_file):
+    for entry in _unique_entries(sources_file):
         try:
             loaded[entry["id"]] = parse_source(entry, base_dir, corpus_dir)
         except SourceError as exc:

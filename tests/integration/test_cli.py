@@ -3,9 +3,18 @@ status 2, no traceback."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pipelines.cli import main as cli
+
+
+@pytest.fixture(autouse=True)
+def own_sources_setting(monkeypatch):
+    """`--sources` sets LECTIO_SOURCES for the rest of the process, as it should for a user's
+    command; here the next test must find the session's file again."""
+    monkeypatch.setenv("LECTIO_SOURCES", os.environ["LECTIO_SOURCES"])
 
 
 def one_line_error(capsys, argv) -> str:
@@ -39,3 +48,18 @@ def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
     bad_queries = tmp_path / "q.jsonl"
     bad_queries.write_text('{"query": "law", "filters": {"colour": "red"}}\n')
     assert "q.jsonl:1" in one_line_error(capsys, ["eval", str(bad_queries)])
+
+
+def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys):
+    """Which of two entries with one id is meant cannot be known, so such a file is refused
+    before it judges any version: it once revoked the live one for naming none of its sources."""
+    from lectio.index import store
+
+    live = store.live_version(conn)
+    path = tmp_path / "sources.yaml"
+    path.write_text("sources:\n  - {id: a, kind: document, format: text, path: a.txt, acl: [public]}\n"
+                    "  - {id: a, kind: document, format: text, path: b.txt, acl: [public]}\n")
+    os.environ["LECTIO_SOURCES"] = str(path)
+    for argv in (["index", "audit"], ["index", "switch", live]):
+        assert "more than one source" in one_line_error(capsys, argv)
+    assert store.get_version(conn, live).status == "ready" and store.live_version(conn) == live
