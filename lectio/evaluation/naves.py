@@ -239,7 +239,7 @@ class BibleFacts:
         return text[:1].upper() + text[1:]
 
 
-def _verse_texts(library: Path, module: str) -> Iterator[tuple[str, str]]:
+def verse_texts(library: Path, module: str) -> Iterator[tuple[str, str]]:
     for verse in read_sword_bible(library, module):
         yield f"{book_by_osis(verse.book_osis).id}_{verse.chapter}_{verse.verse}", parse_verse(
             verse.markup
@@ -247,8 +247,8 @@ def _verse_texts(library: Path, module: str) -> Iterator[tuple[str, str]]:
 
 
 def bible_facts(corpus_dir: Path) -> BibleFacts:
-    web = dict(_verse_texts(ensure_sword_module(corpus_dir, WEB_MODULE), WEB_MODULE))
-    kjv = _verse_texts(ensure_sword_module(corpus_dir, KJV_MODULE), KJV_MODULE)
+    web = dict(verse_texts(ensure_sword_module(corpus_dir, WEB_MODULE), WEB_MODULE))
+    kjv = verse_texts(ensure_sword_module(corpus_dir, KJV_MODULE), KJV_MODULE)
     return BibleFacts(
         web_verses=frozenset(v for v, text in web.items() if text),
         kjv=WordCase.of(text for _, text in kjv),
