@@ -17,6 +17,9 @@ class SearchConfig:
     mode: str = "hybrid"  # hybrid | vector | lexical
     candidates: int = 100  # taken from each side before fusion
     rrf_k: int = 60
+    # Each list's share of a hybrid's fusion is scaled by (score / that list's best) ** this power
+    # (lectio.retrieval.candidates.fuse); 0 fuses by ranks alone.
+    fusion_score_power: float = 0.0
     vector_weight: float = 1.0
     lexical_weight: float = 1.0
     # The vector side takes `candidates` (100) rows from HNSW. Measured on the full index (v41,
@@ -60,8 +63,10 @@ class SearchConfig:
     topic_words: int = 0
     topic_rows: str = "verses"
     topic_lexical_weight: float = 1.0
-    # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it.
+    # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
+    # which less than `min_new_share` of its verses is new follows the others (0: none does).
     collapse_covered: bool = True
+    min_new_share: float = 0.0
     # Cross-reference expansion: verses the corpus links to the best hits' passages,
     # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight

@@ -58,24 +58,37 @@ def as_array(value) -> np.ndarray:
     return np.asarray(json.loads(value) if isinstance(value, str) else value)
 
 
-def collapse_covered(hits: list[tuple[tuple, float]]) -> list[tuple[tuple, float]]:
+def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0) -> list[tuple[tuple, float]]:
     """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
-    the paragraph already shown, the same paragraph reached twice. Hits without verse refs
-    (documents, notes) and commentary (its text is not the verses') always stay."""
-    refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
+    the paragraph already shown, the same paragraph reached twice. A hit of which less than
+    `min_new_share` of its verses is new moves after the others (in order, judged again by what
+    now precedes it): a pericope over verses already listed spends a reader's budget on little
+    new. Hits without verse refs (documents, notes) and commentary (its text is not the verses')
+    always stay."""
     covered: set[tuple[str | None, str]] = set()
-    kept = []
+    kept, later = _collapse(hits, covered, min_new_share)
+    return kept + _collapse(later, covered, 0.0)[0]
+
+
+def _collapse(hits, covered: set, min_new_share: float) -> tuple[list, list]:
+    """(kept, moved later) of `hits`; `covered` gains the verses of those kept."""
+    refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
+    kept, later = [], []
     for row, score in hits:
         refs = row[refs_at] or []
         if row[kind_at] != "scripture" or not refs:
             kept.append((row, score))
             continue
         keys = {(row[translation_at], ref) for ref in refs}
-        if keys <= covered:
+        new = keys - covered
+        if not new:
+            continue
+        if len(new) < min_new_share * len(keys):
+            later.append((row, score))
             continue
         covered |= keys
         kept.append((row, score))
-    return kept
+    return kept, later
 
 
 def spread_sources(hits: list[tuple[tuple, float]], per_source: int) -> list[tuple[tuple, float]]:

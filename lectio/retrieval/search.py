@@ -303,12 +303,14 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
             near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
         lists.append((config.vector_weight, near))
     lists += words  # vector first, as fusion has always taken them: ties keep that order
-    fused = candidates.fuse(lists, config.rrf_k) if len(lists) > 1 else lists[0][1]
+    # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
+    power = config.fusion_score_power if config.mode == "hybrid" else 0.0
+    fused = candidates.fuse(lists, config.rrf_k, power) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
         linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config,
                                             layout)
         if linked:
-            fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k)
+            fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k, power)
     if config.mode == "hybrid" and config.prominence_weight:
         fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout)
     return fused
@@ -348,7 +350,7 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
     scores = dict(pool)
     hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
     if config.collapse_covered:
-        hits = rerank.collapse_covered(hits)
+        hits = rerank.collapse_covered(hits, config.min_new_share)
     if config.per_source is not None and config.mode == "hybrid" and filters.given.kind is None:
         hits = rerank.spread_sources(hits, config.per_source)
     if config.mmr_lambda is not None:
