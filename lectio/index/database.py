@@ -135,8 +135,13 @@ def server_is_down(settings: Settings) -> bool:
     if settings.database_url:
         return False
     try:
-        with psycopg.connect(with_database(_embedded_server(settings).get_uri("postgres"), APP_DATABASE),
-                             connect_timeout=2):
+        uri = _embedded_server(settings).get_uri("postgres")
+    except AssertionError:
+        # The library's handle knows no running postmaster: a start that failed or is under way
+        # (seen when a restart on a loaded machine overran a search's retries).
+        return True
+    try:
+        with psycopg.connect(with_database(uri, APP_DATABASE), connect_timeout=2):
             return False
     except psycopg.OperationalError:
         return True

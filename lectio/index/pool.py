@@ -87,7 +87,7 @@ class ReadPool:
                     raise
                 log.warning("database unavailable (%s); retrying", str(exc).splitlines()[0])
                 time.sleep(min(self.first_wait * 2**attempt, 2.0))
-                self._recover()
+                self._recover_quietly()  # a restart that fails is tried again on the next attempt
         raise AssertionError("unreachable")
 
     def _recover(self) -> None:

@@ -469,7 +469,7 @@ def version_tables(conn: psycopg.Connection, table: str) -> list[str]:
     return [name for (name,) in conn.execute(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
-        "AND c.relname ~ ('^[a-z]+_' || %s || '$') ORDER BY c.relname",
+        "AND c.relname ~ ('^.+_' || %s || '$') ORDER BY c.relname",
         (suffix,)).fetchall()]
 
 

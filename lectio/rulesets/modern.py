@@ -38,7 +38,7 @@ from lectio.bible.verses import cited_verse_ids, verse_ids
 from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref, RefRange, UnknownReference, parse_reference
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import sentences
+from lectio.rulesets.textsplit import break_overlong_words, sentences
 
 REGISTERS = ("grammar", "background", "application", "exposition")  # priority order
 
@@ -207,7 +207,8 @@ def parse(source: Source, raw: RawText) -> Commentary:
         current.update(label="; ".join(r.label for r in ranges), title=title, refs=refs, key=_key(refs))
         section = None
 
-    raw_lines = raw.payload.lstrip("\ufeff").splitlines()
+    # A word too long for the tokenizer is cut first, so every size below is true (break_overlong_words).
+    raw_lines = break_overlong_words(raw.payload.lstrip("\ufeff")).splitlines()
     for i, line in enumerate(raw_lines):
         stripped = line.strip()
         heading = _MARKDOWN_HEADING.match(line) if markdown else None

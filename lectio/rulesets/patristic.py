@@ -40,7 +40,7 @@ from lectio.bible.refs import Ref
 from lectio.bible.verses import cited_verse_ids
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import even_pack, split_sentences_to_fit
+from lectio.rulesets.textsplit import break_overlong_words, even_pack, split_sentences_to_fit
 
 VOCABULARY = PROJECT_ROOT / "data" / "vocabulary" / "patristic_topics.yaml"
 
@@ -172,7 +172,8 @@ def parse(source: Source, raw: RawText) -> Work:
         else:
             state.update(chapter=_number(source, match["number"]), title=match["title"])
 
-    raw_lines = raw.payload.lstrip("\ufeff").splitlines()
+    # A word too long for the tokenizer is cut first, so every size below is true (break_overlong_words).
+    raw_lines = break_overlong_words(raw.payload.lstrip("\ufeff")).splitlines()
     for i, line in enumerate(raw_lines):
         stripped = line.strip()
         heading = _MARKDOWN_HEADING.match(line) if markdown else None

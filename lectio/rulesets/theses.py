@@ -19,7 +19,7 @@ from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts, read_text_file
 from lectio.rulesets.westminster import refs_of
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import even_pack, paragraphs, split_sentences_to_fit
+from lectio.rulesets.textsplit import break_overlong_words, even_pack, paragraphs, split_sentences_to_fit
 
 RULES = {
     "unit": "thesis with its proof",
@@ -65,7 +65,7 @@ def parse(source: Source, raw: RawText) -> Disputation:
     preface: list[str] = []
     theses: list[tuple[int, str, list[str]]] = []  # number, statement, proof paragraphs
     in_proof = False
-    for paragraph in _blocks(raw.payload):
+    for paragraph in _blocks(break_overlong_words(raw.payload)):  # every size true: see break_overlong_words
         if start := _THESIS_START.fullmatch(paragraph):
             number = int(start[1])
             expected = len(theses) + 1

@@ -11,26 +11,17 @@ of their principals.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 
 import jwt
 
+from lectio.index.security import token_max_seconds
 from lectio.sources import check_principals
 
 PUBLIC = ("public",)
 # RFC 7518 3.2: an HS256 key shorter than the hash (32 bytes) is guessable offline from one token.
 MIN_SECRET_BYTES = 32
-MAX_SECONDS_ENV = "LECTIO_TOKEN_MAX_SECONDS"
-
-
-def _max_seconds_from_env() -> int:
-    value = os.environ.get(MAX_SECONDS_ENV, "3600")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{MAX_SECONDS_ENV} must be a whole number of seconds, not {value!r}") from None
 
 
 class AuthError(Exception):
@@ -45,15 +36,14 @@ class AuthError(Exception):
 class Verifier:
     secret: str | None = None  # HS256
     public_key: str | None = None  # RS256, PEM
-    max_seconds: int = field(default_factory=_max_seconds_from_env)  # the furthest `exp` accepted
+    # The furthest `exp` accepted: the same setting and ceiling as `lectio token` and the database.
+    max_seconds: int = field(default_factory=token_max_seconds)
 
     def __post_init__(self):
         # Refused at start, in one line (the CLI prints a ValueError so): PyJWT only warns.
         if self.secret is not None and len(self.secret.encode()) < MIN_SECRET_BYTES:
             raise ValueError(f"LECTIO_AUTH_SECRET must be at least {MIN_SECRET_BYTES} bytes "
                              f"(it is {len(self.secret.encode())}): `openssl rand -hex 32` makes one")
-        if self.max_seconds <= 0:
-            raise ValueError(f"{MAX_SECONDS_ENV} must be positive, not {self.max_seconds}")
 
     def principals(self, authorization: str | None) -> tuple[str, ...]:
         if not authorization:
@@ -97,4 +87,4 @@ class Verifier:
             raise AuthError(401, "the token's 'exp' must be a number of seconds since the epoch")
         if exp > time.time() + self.max_seconds:
             raise AuthError(401, f"the token's 'exp' is more than {self.max_seconds} s away "
-                                 f"({MAX_SECONDS_ENV}): sign tokens that live less long")
+                                 f"(LECTIO_TOKEN_MAX_SECONDS): sign tokens that live less long")

@@ -160,6 +160,11 @@ def test_revocation_withdraws_every_table_the_version_owns(home):
     with home.connect() as conn:
         assert store.get_version(conn, version).status == "revoked"
         assert [t for t in store.version_tables(conn, table) if readable(conn, t)] == []
+        # Not only what lectio lists: any relation whose name ends in the version's suffix.
+        named = [name for (name,) in conn.execute(
+            "SELECT relname FROM pg_class WHERE relname LIKE %s AND relkind IN ('r', 'p', 'v', 'm', 'f')",
+            (f"%\\_{version}",)).fetchall()]
+        assert set(owned) <= set(named) and [t for t in named if readable(conn, t)] == []
     with reader(home) as connection:
         for name in owned:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -62,3 +62,22 @@ def test_a_word_lengthened_by_lower_casing_is_cut_short_enough():
     text = "İ" * 300
     broken = break_overlong_words(text)
     assert broken.replace(" ", "") == text and "[UNK]" not in word_pieces(broken)
+
+
+# Each chunk opens with a line naming its work; a thesis's chunks each repeat the thesis.
+@pytest.mark.parametrize("kind, module, metadata, opening, body_after", [
+    ("patristic", "patristic", {"author": "Augustine"}, "Chapter 1\n\nThe words follow.", "\n"),
+    ("modern", "modern", {"author": "A Commentator"}, "Chapter 1\n\nThe words follow.", "\n"),
+    ("reformation", "theses", {}, "1. The words follow.\nProof:", "Proof:"),
+])
+def test_an_unbroken_line_of_every_plain_text_ruleset_is_split_within_the_cap(tmp_path: Path, kind, module, metadata,
+                                                                             opening, body_after):
+    from importlib import import_module
+
+    ruleset = import_module(f"lectio.rulesets.{module}")
+    run = RUN[:5_000]
+    path = tmp_path / "work.txt"
+    path.write_text(f"{opening}\n\n{run}\n")
+    source = Source(id="w", kind=kind, format="text", acl=("public",), path=path, metadata=metadata)
+    chunks = ruleset.chunk(source, ruleset.parse(source, ruleset.read(source)))
+    assert_split_within_the_cap(chunks, run, body=lambda text: text.split(body_after, 1)[-1])
