@@ -57,6 +57,12 @@ class Chunk:
     # rest is there only to help the chunk be found (a paragraph's neighbouring sentences).
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def for_source(cls, source, ruleset: str, **fields) -> "Chunk":
+        """A chunk of `source`: its id, kind and ACL are the source's, never a ruleset's choice,
+        so no ruleset can show a chunk to anyone its source's ACL does not name."""
+        return cls(source_id=source.id, kind=source.kind, acl=tuple(source.acl), ruleset=ruleset, **fields)
+
     @property
     def content_hash(self) -> str:
         return content_hash(self.text)

@@ -303,15 +303,13 @@ def _make_chunk(source, group, text, tokens, part, passage, section, lengths, os
     crumb = [source.title, book.name if unit.scope == "book" else f"{book.name} {unit.chapter}"]
     if section:
         crumb.append(section)
-    return Chunk(
+    return Chunk.for_source(
+        source,
+        RULESET,
         chunk_id=f"{unit.entry_id}_{part:04d}",
-        source_id=source.id,
-        kind=source.kind,
         granularity="commentary",
         text=text,
         tokens=tokens,
-        acl=source.acl,
-        ruleset=RULESET,
         breadcrumb=" › ".join(crumb),
         refs=group.refs,
         ordinal=first.ordinal if first else None,

@@ -462,15 +462,13 @@ def _to_chunks(source: Source, document: Document, specs: list[dict]) -> list[Ch
             raise SourceError(source.id, f"chunk {spec['chunk_id']} has {n} word pieces, over the model's {MAX_TEXT_TOKENS}")
         refs = cited_verse_ids(spec["text"])  # ranges expanded with real verse counts
         chunks.append(
-            Chunk(
+            Chunk.for_source(
+                source,
+                RULESET,
                 chunk_id=spec["chunk_id"],
-                source_id=source.id,
-                kind=source.kind,
                 granularity=spec["granularity"],
                 text=spec["text"],
                 tokens=n,
-                acl=source.acl,
-                ruleset=RULESET,
                 breadcrumb=spec["breadcrumb"],
                 parent_id=spec.get("parent_id"),
                 refs=refs,

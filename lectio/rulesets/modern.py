@@ -420,15 +420,13 @@ def chunk(source: Source, commentary: Commentary) -> list[Chunk]:
                 raise SourceError(source.id, f"{passage.label} part {k} is {tokens} tokens")
             crumb = [commentary.title, passage.label + (f" — {passage.title}" if passage.title else "")]
             chunks.append(
-                Chunk(
+                Chunk.for_source(
+                    source,
+                    RULESET,
                     chunk_id=f"{source.id}_{passage.key}_{k:02d}",
-                    source_id=source.id,
-                    kind=source.kind,
                     granularity="register",
                     text=text,
                     tokens=tokens,
-                    acl=source.acl,
-                    ruleset=RULESET,
                     breadcrumb=" › ".join(crumb + ([g.section] if g.section else [])),
                     refs=passage.refs,
                     ordinal=Ref.from_id(passage.refs[0]).ordinal if passage.refs else None,

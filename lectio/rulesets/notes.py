@@ -172,15 +172,13 @@ def chunk(source: Source, notes: list[Note]) -> list[Chunk]:
                     source.id, f"line {note.line}: piece {n} has {tokens} word pieces (limit {MAX_TEXT_TOKENS})"
                 )
             chunks.append(
-                Chunk(
+                Chunk.for_source(
+                    source,
+                    RULESET,
                     chunk_id=f"{source.id}_{note.id}_{n}",
-                    source_id=source.id,
-                    kind=source.kind,
                     granularity="note",
                     text=piece,
                     tokens=tokens,
-                    acl=source.acl,
-                    ruleset=RULESET,
                     header=f"Note on {note.label}" if note.label else "Note",
                     breadcrumb=" › ".join([source.title, note.label or note.id]),
                     refs=refs,

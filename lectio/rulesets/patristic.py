@@ -302,15 +302,13 @@ def chunk(source: Source, work: Work) -> list[Chunk]:
             topics, positions = vocabulary.tag(body)
             whole = len(bodies) == 1
             chunks.append(
-                Chunk(
+                Chunk.for_source(
+                    source,
+                    RULESET,
                     chunk_id=f"{source.id}_{division.key}_{part:02d}",
-                    source_id=source.id,
-                    kind=source.kind,
                     granularity=("chapter" if division.chapter is not None else "section") if whole else "paragraph",
                     text=text,
                     tokens=tokens,
-                    acl=source.acl,
-                    ruleset=RULESET,
                     breadcrumb=" › ".join(p for p in (work.title, locator) if p),
                     refs=refs,
                     ordinal=Ref.from_id(refs[0]).ordinal if refs else None,

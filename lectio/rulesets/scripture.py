@@ -198,12 +198,10 @@ def _to_chunks(specs: list[dict], source: Source, ruleset: str) -> list[Chunk]:
     for spec, n in zip(specs, tokens):
         book = book_by_id(spec["book"])
         chunks.append(
-            Chunk(
-                source_id=source.id,
-                kind=source.kind,
+            Chunk.for_source(
+                source,
+                ruleset,
                 tokens=n,
-                acl=source.acl,
-                ruleset=ruleset,
                 translation=source.translation,
                 testament=book.testament,
                 genre=book.genre,

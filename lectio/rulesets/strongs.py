@@ -139,15 +139,13 @@ def chunk(source: Source, entries: list[Entry]) -> list[Chunk]:
         for part, (text, size) in enumerate(zip(texts, count_tokens(texts)), start=1):
             suffix = "" if len(texts) == 1 else f"_{part}"
             chunks.append(
-                Chunk(
+                Chunk.for_source(
+                    source,
+                    RULESET,
                     chunk_id=f"strongs_{entry.number.lower()}{suffix}",
-                    source_id=source.id,
-                    kind=source.kind,
                     granularity="lexicon-entry",
                     text=text,
                     tokens=size,
-                    acl=source.acl,
-                    ruleset=RULESET,
                     header=f"Strong's {entry.language} {entry.number} | {source.metadata.get('title') or source.id}",
                     title=entry.number,
                     metadata={

@@ -145,15 +145,13 @@ def _chunks(source, base_id, granularity, place, statement, body, about) -> list
         refs, ordinal, ranges = refs_of(content)
         carried = {k: v for k, v in source.metadata.items() if k in ("author", "tradition", "tier")}
         chunks.append(
-            Chunk(
+            Chunk.for_source(
+                source,
+                RULESET,
                 chunk_id=f"{base_id}_p{part}" if split else base_id,
-                source_id=source.id,
-                kind=source.kind,
                 granularity=granularity,
                 text=text,
                 tokens=tokens,
-                acl=source.acl,
-                ruleset=RULESET,
                 breadcrumb=f"{work} › {place}",
                 refs=refs,
                 ordinal=ordinal,

@@ -249,15 +249,13 @@ def _chunk(source: Source, unit: Unit, *, chunk_id, text, refs, ordinal, metadat
         crumb = [unit.document_title, f"Chapter {unit.chapter}: {unit.heading}", f"Section {unit.section}"]
         about = {"chapter": unit.chapter, "section": unit.section, "heading": unit.heading}
     carried = {k: v for k, v in source.metadata.items() if k in ("author", "tradition", "tier")}
-    return Chunk(
+    return Chunk.for_source(
+        source,
+        RULESET,
         chunk_id=chunk_id,
-        source_id=source.id,
-        kind=source.kind,
         granularity="qa" if unit.is_qa else "section",
         text=text,
         tokens=tokens,
-        acl=source.acl,
-        ruleset=RULESET,
         breadcrumb=" › ".join(crumb),
         refs=refs,
         ordinal=ordinal,
