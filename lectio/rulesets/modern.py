@@ -38,7 +38,8 @@ from lectio.bible.verses import cited_verse_ids, verse_ids
 from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref, RefRange, UnknownReference, parse_reference
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import break_overlong_words, sentences
+from lectio.rulesets.blocks import Prose, blocks
+from lectio.rulesets.textsplit import sentences
 
 REGISTERS = ("grammar", "background", "application", "exposition")  # priority order
 
@@ -150,7 +151,6 @@ class Commentary:
     passages: tuple[Passage, ...]
 
 
-_MARKDOWN_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TITLE_AFTER_REFERENCE = re.compile(r"\s+[\u2013\u2014-]\s+|:\s+|\.\s+")
 
 
@@ -181,23 +181,15 @@ def parse(source: Source, raw: RawText) -> Commentary:
     author = source.metadata.get("author")
     if not author:
         raise SourceError(source.id, "a modern commentary source needs an 'author' (it heads every chunk)")
-    markdown = source.format == "markdown"
     passages: list[Passage] = []
     current = {"label": "Introduction", "title": None, "refs": (), "key": "intro"}
     paragraphs: list[Paragraph] = []
-    lines: list[str] = []
     section: str | None = None
     file_title: str | None = None
     started = False
 
-    def close_paragraph():
-        if lines:
-            paragraphs.append(Paragraph(section, " ".join(lines)))
-            lines.clear()
-
     def open_passage(ranges: list[RefRange], title: str | None, heading: str):
         nonlocal section
-        close_paragraph()
         if paragraphs:
             passages.append(Passage(paragraphs=tuple(paragraphs), **current))
             paragraphs.clear()
@@ -207,36 +199,16 @@ def parse(source: Source, raw: RawText) -> Commentary:
         current.update(label="; ".join(r.label for r in ranges), title=title, refs=refs, key=_key(refs))
         section = None
 
-    # A word too long for the tokenizer is cut first, so every size below is true (break_overlong_words).
-    raw_lines = break_overlong_words(raw.payload.lstrip("\ufeff")).splitlines()
-    for i, line in enumerate(raw_lines):
-        stripped = line.strip()
-        heading = _MARKDOWN_HEADING.match(line) if markdown else None
-        if heading:
-            text = heading.group(2)
-            found = _passage_heading(source, text)
-            if found:
-                open_passage(*found, text)
-            elif not started and file_title is None and len(heading.group(1)) == 1:
-                file_title = text
-            else:
-                close_paragraph()
-                section = text
-            started = True
-            continue
-        if not markdown and stripped and not lines:
-            below = raw_lines[i + 1].strip() if i + 1 < len(raw_lines) else ""
-            found = None if below else _passage_heading(source, stripped)
-            if found:
-                open_passage(*found, stripped)
-                started = True
-                continue
-        if stripped:
-            started = True
-            lines.append(stripped)
+    for block in blocks(raw.payload, source.format == "markdown", heads=lambda line: _passage_heading(source, line)):
+        if isinstance(block, Prose):
+            paragraphs.append(Paragraph(section, block.text))
+        elif found := _passage_heading(source, block.text):
+            open_passage(*found, block.text)
+        elif not started and file_title is None and block.level == 1:
+            file_title = block.text
         else:
-            close_paragraph()
-    close_paragraph()
+            section = block.text
+        started = True
     if paragraphs:
         passages.append(Passage(paragraphs=tuple(paragraphs), **current))
 

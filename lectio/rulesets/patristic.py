@@ -40,7 +40,8 @@ from lectio.bible.refs import Ref
 from lectio.bible.verses import cited_verse_ids
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import break_overlong_words, even_pack, split_sentences_to_fit
+from lectio.rulesets.blocks import Prose, blocks
+from lectio.rulesets.textsplit import even_pack, split_sentences_to_fit
 
 VOCABULARY = PROJECT_ROOT / "data" / "vocabulary" / "patristic_topics.yaml"
 
@@ -128,7 +129,6 @@ _NUMBER = r"(?P<number>\d+|(?-i:[IVXLCDM]+))"
 _TITLE = r"(?:\s*[.:\u2013\u2014-]\s*(?P<title>\S.*?))?"
 _HEADING_DIVISION = re.compile(rf"(?P<kind>book|chapter)\s+{_NUMBER}{_TITLE}\s*\.?", re.IGNORECASE)
 _LINE_DIVISION = re.compile(rf"(?P<kind>BOOK|CHAPTER)\s+{_NUMBER}{_TITLE}\s*\.?")
-_MARKDOWN_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def _number(source: Source, text: str) -> int:
@@ -144,21 +144,13 @@ def parse(source: Source, raw: RawText) -> Work:
     author = source.metadata.get("author")
     if not author:
         raise SourceError(source.id, "a patristic source needs an 'author' (it heads every chunk)")
-    markdown = source.format == "markdown"
     divisions: list[Division] = []
     state = {"book": None, "book_title": None, "chapter": None, "title": None}
     paragraphs: list[str] = []
-    lines: list[str] = []
     file_title: str | None = None
     started = False  # a division or some text has been seen
 
-    def close_paragraph():
-        if lines:
-            paragraphs.append(" ".join(lines))
-            lines.clear()
-
     def close_division():
-        close_paragraph()
         if paragraphs:
             divisions.append(Division(paragraphs=tuple(paragraphs), **state))
             paragraphs.clear()
@@ -172,32 +164,18 @@ def parse(source: Source, raw: RawText) -> Work:
         else:
             state.update(chapter=_number(source, match["number"]), title=match["title"])
 
-    # A word too long for the tokenizer is cut first, so every size below is true (break_overlong_words).
-    raw_lines = break_overlong_words(raw.payload.lstrip("\ufeff")).splitlines()
-    for i, line in enumerate(raw_lines):
-        stripped = line.strip()
-        heading = _MARKDOWN_HEADING.match(line) if markdown else None
-        if heading:
-            text = heading.group(2)
-            match = _HEADING_DIVISION.fullmatch(text)
-            if match is None and not started and file_title is None and len(heading.group(1)) == 1:
-                file_title = text  # "# On Grace and the Will" above everything else
-                continue
-            started = True
-            open_division(match, text)
-            continue
-        if not markdown and stripped and not lines:
-            # A division line is a paragraph of its own: blank (or nothing) above and below.
-            below = raw_lines[i + 1].strip() if i + 1 < len(raw_lines) else ""
-            match = _LINE_DIVISION.fullmatch(stripped)
-            if match and not below:
-                open_division(match, stripped)
-                continue
-        if stripped:
-            started = True
-            lines.append(stripped)
+    for block in blocks(raw.payload, source.format == "markdown", heads=_LINE_DIVISION.fullmatch):
+        if isinstance(block, Prose):
+            paragraphs.append(block.text)
+        elif block.level == 0:  # a plain-text division line
+            open_division(_LINE_DIVISION.fullmatch(block.text), block.text)
         else:
-            close_paragraph()
+            match = _HEADING_DIVISION.fullmatch(block.text)
+            if match is None and not started and file_title is None and block.level == 1:
+                file_title = block.text  # "# On Grace and the Will" above everything else
+                continue
+            open_division(match, block.text)
+        started = True
     close_division()
 
     if not divisions:
