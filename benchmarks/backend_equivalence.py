@@ -5,9 +5,11 @@ one-thread query path) and `--chunks` chunk texts of the default benchmark sampl
 Psalms 1-40 and John; embedded in batches as ingestion embeds them, long ones in lectio's
 windows). Reported per backend against torch fp32: max |Δ| of any vector component, the cosine
 of each pair of vectors (min, mean, 0.1 % quantile), and, for each query, whether its exact
-top-100 chunks (by cosine over these chunks) are the same chunks in the same order.
+top-100 chunks (by cosine over these chunks) are the same chunks in the same order. With
+`--index VERSION`, also each query's HNSW top 100 on that version of the home's index (as the
+search reads it, ef_search 400), with each backend's query vector.
 
-    LECTIO_HOME=/tmp/bench python benchmarks/backend_equivalence.py [--chunks 2000] [--int8]
+    LECTIO_HOME=/tmp/bench python benchmarks/backend_equivalence.py [--chunks 2000] [--int8] [--index v1]
 """
 
 from __future__ import annotations
@@ -61,11 +63,34 @@ def compare(q: np.ndarray, c: np.ndarray, ref_q: np.ndarray, ref_c: np.ndarray, 
             f"top{k}_overlap": round(overlap, 4)}
 
 
+def hnsw_tops(version: str, qs: np.ndarray, k: int = 100) -> list[list[str]]:
+    """Each query vector's HNSW top `k` on `version`, read as the owner."""
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+
+    from lectio.index import store
+    from lectio.index.database import ensure_database
+
+    with ensure_database(load_settings()).connect() as conn:
+        register_vector(conn)
+        table = sql.Identifier(store.get_version(conn, version).table_name)
+        conn.execute("SET hnsw.ef_search = 400")
+        return [[chunk_id for (chunk_id,) in conn.execute(
+            sql.SQL("SELECT chunk_id FROM {} ORDER BY embedding <=> %s LIMIT %s").format(table), (q, k),
+            prepare=False).fetchall()] for q in qs]
+
+
+def same_tops(tops: list[list[str]], ref: list[list[str]]) -> dict:
+    return {"hnsw_top100_identical_set": round(float(np.mean([set(a) == set(b) for a, b in zip(tops, ref)])), 4),
+            "hnsw_top100_identical_order": round(float(np.mean([a == b for a, b in zip(tops, ref)])), 4)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--select", default="Romans; Psalms 1-40; John")
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--int8", action="store_true", help="ONNX Runtime's int8 too (opt-in precision)")
+    parser.add_argument("--index", help="a version of the home's index: compare HNSW top-100s on it too")
     args = parser.parse_args()
     texts = corpus(args.select, load_settings())["text"].tolist()
     step = max(1, len(texts) // args.chunks)
@@ -82,6 +107,8 @@ def main() -> None:
         q, c, s = vectors(choice, qs, chunks)
         report["batch_seconds"][name] = round(s, 2)
         report[name] = {"model_id": choice.id, **compare(q, c, ref_q, ref_c)}
+        if args.index:
+            report[name].update(same_tops(hnsw_tops(args.index, q), hnsw_tops(args.index, ref_q)))
     print(json.dumps(report, indent=2))
 
 
