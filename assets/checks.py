@@ -1,4 +1,4 @@
-"""Data-quality asset checks: thin Dagster wrappers over lectio.quality.checks.
+"""Data-quality asset checks: thin Dagster wrappers over lectio.quality.
 
 Partitioned checks. `chunks` and `embeddings` are partitioned by source, and a check that
 only saw "the asset" would either load every source or judge the wrong one. Dagster 1.13 lets
@@ -35,7 +35,9 @@ from dagster import (
     multi_asset_check,
 )
 
-from lectio.quality import checks as quality
+from lectio.quality.checks import blocking_checks, chunk_count, chunk_sizes, verse_coverage
+from lectio.quality.results import CheckResult
+from lectio.quality.stored import index_rows, stored_embeddings
 from resources import DatabaseResource, EmbedderResource
 
 CHUNKS = AssetKey("chunks")
@@ -53,7 +55,7 @@ DESCRIPTIONS = {
 }
 
 
-def to_check_result(result: quality.CheckResult, asset_key: AssetKey | None = None, source: str | None = None) -> AssetCheckResult:
+def to_check_result(result: CheckResult, asset_key: AssetKey | None = None, source: str | None = None) -> AssetCheckResult:
     severity = AssetCheckSeverity.WARN if result.severity == "warn" else AssetCheckSeverity.ERROR
     where = f"{source}: " if source else ""
     metadata = {
@@ -113,10 +115,10 @@ def _build(partitions_def: PartitionsDefinition) -> list:
         source, structure = parsed_structure.source, parsed_structure.structure
         previous, same_rules = _previous_count(context, partition)
         results = [
-            *quality.blocking_checks(chunks, source, structure),
-            quality.chunk_sizes(chunks),
-            quality.chunk_count(len(chunks), previous, same_rules),
-            quality.verse_coverage(chunks, structure),
+            *blocking_checks(chunks, source, structure),
+            chunk_sizes(chunks),
+            chunk_count(len(chunks), previous, same_rules),
+            verse_coverage(chunks, structure),
         ]
         for result in results:
             yield to_check_result(result, CHUNKS, partition)
@@ -127,13 +129,13 @@ def _build(partitions_def: PartitionsDefinition) -> list:
                           embeddings) -> AssetCheckResult:
         model_id = embedder.model_id
         with database.connect() as conn:
-            result = quality.stored_embeddings(conn, embeddings["content_hash"], model_id)
+            result = stored_embeddings(conn, embeddings["content_hash"], model_id)
         return to_check_result(result, source=context.partition_key)
 
     @asset_check(asset="search_index", description="The version's table holds one row per chunk it was built from.")
     def index_row_count(database: DatabaseResource, search_index) -> AssetCheckResult:
         with database.connect() as conn:
-            result = quality.index_rows(conn, search_index["version"], search_index.get("chunks"))
+            result = index_rows(conn, search_index["version"], search_index.get("chunks"))
         return to_check_result(result)
 
     return [chunk_quality, embedding_vectors, index_row_count]

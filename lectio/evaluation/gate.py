@@ -201,17 +201,17 @@ def paired_interval(live: Sequence[dict], candidate: Sequence[dict], metric: str
 
 def blocking_quality_failures(conn: psycopg.Connection, version: str,
                               sources: Mapping[str, Source | SourceError] | None) -> list[str]:
-    """The blocking checks of lectio.quality.checks over the chunks as stored in the version's table.
+    """The blocking checks (lectio.quality.admission) over the chunks as stored in the version's table.
 
     Building a version already refuses sources that fail them (lectio.index.build); running them on
     what the table holds covers versions built before those checks existed, and any path into a
     table that skipped them."""
-    from lectio.quality import checks as quality
+    from lectio.quality import admission
 
     chunks = store.version_chunks(conn, version)
     if chunks.empty:
         return [f"{version} holds no chunks"]
-    rejected = quality.gate(chunks, sources)
+    rejected = admission.admit(chunks, sources)
     return [f"{sid}: {r.name} ({r.description})" for sid, results in sorted(rejected.items()) for r in results]
 
 

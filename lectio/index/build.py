@@ -8,7 +8,7 @@ from typing import Mapping
 import pandas as pd
 import psycopg
 
-from lectio.quality import checks as quality
+from lectio.quality import admission
 from lectio.index import revocation, store
 from lectio.sources import Source, SourceError
 
@@ -48,12 +48,12 @@ def build_index(
     if replaced:
         chunks = chunks[~chunks["source_id"].isin(replaced)]
         failed_sources = sorted(set(failed_sources) | set(replaced))
-    rejected = quality.gate(chunks, sources) if not chunks.empty else {}
+    rejected = admission.admit(chunks, sources) if not chunks.empty else {}
     if rejected:
         chunks = chunks[~chunks["source_id"].isin(rejected)]
         failed_sources = sorted(set(failed_sources) | set(rejected))
     if chunks.empty:
-        blocked = f"; blocked by quality checks: {quality.describe(rejected)}" if rejected else ""
+        blocked = f"; blocked by quality checks: {admission.describe(rejected)}" if rejected else ""
         blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(replaced.items()))
         raise ValueError(f"no chunks to index: every source failed or none is configured{blocked}")
     # Judged before anything is reused or switched: a version that shows a chunk more widely
@@ -78,7 +78,7 @@ def build_index(
         store.switch_live(conn, version)
         live, reason = True, f"switched live (previous: {current or 'none'})"
     if rejected:
-        reason += f"; failed quality checks: {quality.describe(rejected)}"
+        reason += f"; failed quality checks: {admission.describe(rejected)}"
     # Judged before `version` was found or built, so it is never among the revoked.
     if judgement and (judgement.revoked or judgement.reinstated):
         reason += "; " + judgement.describe()

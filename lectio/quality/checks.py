@@ -1,9 +1,8 @@
-"""Data-quality checks over a source's chunks and over index versions.
+"""Data-quality checks over a source's chunks and their vectors.
 
-Each check returns a `CheckResult`: whether it passed, whether a failure must block the index,
-counts, a few failing chunk ids and, where great-expectations ran, its per-expectation results.
-Dagster shows them as asset checks (assets/checks.py); `gate` runs the blocking ones again when
-an index is built (lectio.index.build), so no path into the index skips them.
+Each check returns a `CheckResult` (lectio.quality.results). Dagster shows them as asset checks
+(assets/checks.py); lectio.quality.admission runs the blocking ones again when an index is built,
+so no path into the index skips them.
 
 Size and window-embedded chunks: the model reads MAX_TEXT_TOKENS word pieces; a longer text is
 embedded as the token-weighted mean of its windows (lectio.embedding.model.Embedder.encode). Every chunker
@@ -15,123 +14,22 @@ stays visible; anything else past the limit fails.
 
 from __future__ import annotations
 
-import logging
-import math
-import os
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import psycopg
-from psycopg import sql
 
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
+from lectio.quality.expectations import expect, failing_ids, summaries
+from lectio.quality.results import CheckResult, result_of
 from lectio.rulesets.chunk import GRANULARITIES
-from lectio.sources import KINDS, Source, SourceError
+from lectio.sources import KINDS, Source
 
-# great-expectations logs at INFO from the moment it is imported ("Created temporary directory
-# … for ephemeral docs site", one line per registered function); `lectio run` would print them
-# between its own progress lines.
-logging.getLogger("great_expectations").setLevel(logging.WARNING)
-
-EXAMPLES = 10  # failing chunk ids kept per check: enough to find the pattern, short in a UI
 WINDOW_EMBEDDED = {("scripture", "pericope"), ("scripture", "chapter"), ("scripture", "window")}
 MAX_COUNT_DROP = 0.20  # a source losing more than this share of its chunks since its last run
 UNIT_NORM_TOLERANCE = 1e-3  # float32 vectors normalised by the model sit well within this
 PATRISTIC_TAGS = ("scripture_refs", "topics", "disputes_positions")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    passed: bool
-    blocking: bool  # a failure keeps the source out of any index
-    description: str
-    counts: dict[str, int] = field(default_factory=dict)
-    examples: tuple[str, ...] = ()  # failing chunk ids, at most EXAMPLES
-    severity: str = "error"  # "warn": worth an alert, not a stop
-    expectations: list[dict[str, Any]] = field(default_factory=list)  # great-expectations results
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-def _result(name: str, blocking: bool, failing: dict[str, list[str]], ok: str, **extra) -> CheckResult:
-    """A result from failing chunk ids per problem (an empty list: no such problem)."""
-    problems = {k: v for k, v in failing.items() if v}
-    examples = tuple(dict.fromkeys(i for ids in problems.values() for i in ids))[:EXAMPLES]
-    if problems:
-        description = "; ".join(f"{len(ids)} {problem}" for problem, ids in problems.items())
-    else:
-        description = ok
-    return CheckResult(name, not problems, blocking, description, {k: len(v) for k, v in failing.items()},
-                       examples, **extra)
-
-
-# ---------------------------------------------------------------- great-expectations
-
-
-@lru_cache(maxsize=1)
-def _gx_batch_definition():
-    """One ephemeral context per process: importing great-expectations takes seconds, a context
-    and a whole-dataframe batch definition are reused for every frame validated here."""
-    # No usage statistics (nothing is reachable from a build machine anyway) and no progress
-    # bars: GE draws them on stderr for every validation, which floods Dagster's captured logs.
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
-    # That module sets its own logger to INFO when imported, whatever its parent says.
-    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
-
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    asset = context.data_sources.add_pandas("lectio_quality").add_dataframe_asset("chunks")
-    return asset.add_batch_definition_whole_dataframe("whole")
-
-
-def expect(frame: pd.DataFrame, expectations: list, ids: str = "chunk_id") -> list[dict[str, Any]]:
-    """Validate `frame` against great-expectations `expectations`; per expectation its type,
-    column, success, unexpected count, partial unexpected list and the failing rows' ids."""
-    import great_expectations as gx
-
-    if frame.empty:
-        return [{"expectation": e.expectation_type, "column": getattr(e, "column", None), "success": True,
-                 "unexpected_count": 0, "partial_unexpected_list": [], "failing_ids": []} for e in expectations]
-    frame = frame.reset_index(drop=True)
-    suite = gx.ExpectationSuite(name="lectio", expectations=expectations)
-    batch = _gx_batch_definition().get_batch(batch_parameters={"dataframe": frame})
-    validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
-    outcomes = []
-    for r in validation.results:
-        index = r.result.get("unexpected_index_list") or []
-        outcomes.append(
-            {
-                "expectation": r.expectation_config.type,
-                "column": r.expectation_config.kwargs.get("column"),
-                "success": bool(r.success),
-                "unexpected_count": int(r.result.get("unexpected_count") or 0),
-                "partial_unexpected_list": [_plain(v) for v in (r.result.get("partial_unexpected_list") or [])][:EXAMPLES],
-                "failing_ids": frame.loc[list(index), ids].tolist() if index else [],
-            }
-        )
-    return outcomes
-
-
-def _plain(value):
-    # GE hands back numpy scalars and NaN; metadata must be JSON.
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
-def _failing(outcomes: list[dict], expectation: str, column: str | None = None) -> list[str]:
-    return [i for o in outcomes if o["expectation"] == expectation and (column is None or o["column"] == column)
-            for i in o["failing_ids"]]
-
-
-def _summaries(outcomes: list[dict]) -> list[dict]:
-    return [{k: v for k, v in o.items() if k != "failing_ids"} for o in outcomes]
 
 
 def _length(values: pd.Series) -> pd.Series:
@@ -148,7 +46,7 @@ def permission_tags(chunks: pd.DataFrame, source: Source | None) -> CheckResult:
 
     frame = chunks[["chunk_id", "acl"]].assign(acl_size=_length(chunks["acl"]))
     outcomes = expect(frame, [gx.expectations.ExpectColumnValuesToBeBetween(column="acl_size", min_value=1)])
-    missing = _failing(outcomes, "expect_column_values_to_be_between")
+    missing = failing_ids(outcomes, "expect_column_values_to_be_between")
     failing = {"chunks without an ACL": missing}
     if source is not None:
         allowed, skip = set(source.acl), set(missing)
@@ -156,7 +54,7 @@ def permission_tags(chunks: pd.DataFrame, source: Source | None) -> CheckResult:
         failing["chunks more visible than their source"] = [c for c, acl in acls.items() if acl - allowed]
         failing["chunks with an ACL other than their source's"] = [c for c, acl in acls.items() if acl != allowed]
     ok = f"all {len(frame)} chunks carry the source's ACL" + (f" {sorted(source.acl)}" if source else "")
-    return _result("permission_tags", True, failing, ok, expectations=_summaries(outcomes))
+    return result_of("permission_tags", True, failing, ok, expectations=summaries(outcomes))
 
 
 # ---------------------------------------------------------------- header presence
@@ -185,13 +83,13 @@ def header_presence(chunks: pd.DataFrame, structure: Any = None) -> CheckResult:
     tables, headless = _table_headers(frame, structure)
     failing = {
         "table chunks without their header row": headless,
-        "commentary chunks without a context header": _failing(outcomes, "expect_column_values_to_be_between", "header_size"),
-        "document chunks without a breadcrumb": _failing(outcomes, "expect_column_values_to_be_between", "breadcrumb_size"),
+        "commentary chunks without a context header": failing_ids(outcomes, "expect_column_values_to_be_between", "header_size"),
+        "document chunks without a breadcrumb": failing_ids(outcomes, "expect_column_values_to_be_between", "breadcrumb_size"),
         "document chunks not opening with their breadcrumb": crumb_not_first,
         "patristic chunks without their tags": untagged,
     }
     ok = f"all {len(frame)} chunks carry their context ({tables} holding table rows)"
-    return _result("header_presence", True, failing, ok, expectations=_summaries(outcomes),
+    return result_of("header_presence", True, failing, ok, expectations=summaries(outcomes),
                    details={"table_chunks": tables})
 
 
@@ -219,12 +117,12 @@ def _table_headers(frame: pd.DataFrame, structure: Any) -> tuple[int, list[str]]
     line of its text, and must then hold the header row as a line too. Without the document (at
     index time) the header rows the chunker recorded are checked instead."""
     from lectio.readers.document_model import Document, Table
-    from lectio.rulesets.documents import _row as render_row  # the one rendering of a table row
+    from lectio.rulesets.documents import row_text  # the one rendering of a table row
 
     if not isinstance(structure, Document):
         return _recorded_table_headers(frame)
     tables = [
-        (section.path, render_row(block.header), {render_row(row) for row in block.rows} - {render_row(block.header)})
+        (section.path, row_text(block.header), {row_text(row) for row in block.rows} - {row_text(block.header)})
         for section in structure.sections
         for unit in section.units
         for block in (unit.block, *unit.exceptions)
@@ -269,11 +167,11 @@ def chunk_sizes(chunks: pd.DataFrame) -> CheckResult:
     outcomes = expect(bounded, [gx.expectations.ExpectColumnValuesToBeBetween(column="tokens", max_value=MAX_TEXT_TOKENS)])
     long = chunks[windowed & (chunks["tokens"] > MAX_TEXT_TOKENS)]
     counts_by = long.groupby("granularity").size().to_dict()
-    result = _result(
+    result = result_of(
         "chunk_sizes", False,
-        {f"chunks over the model's {MAX_TEXT_TOKENS} word pieces": _failing(outcomes, "expect_column_values_to_be_between")},
+        {f"chunks over the model's {MAX_TEXT_TOKENS} word pieces": failing_ids(outcomes, "expect_column_values_to_be_between")},
         f"every chunk embedded whole fits the model's {MAX_TEXT_TOKENS} word pieces",
-        expectations=_summaries(outcomes),
+        expectations=summaries(outcomes),
         details={"max_tokens": int(chunks["tokens"].max()) if len(chunks) else 0,
                  "window_embedded_granularities": ", ".join(sorted(f"{k}/{g}" for k, g in WINDOW_EMBEDDED))},
     )
@@ -313,12 +211,12 @@ def unique_ids(chunks: pd.DataFrame) -> CheckResult:
         gx.expectations.ExpectColumnValuesToBeInSet(column="granularity", value_set=sorted(GRANULARITIES)),
     ])
     in_set = "expect_column_values_to_be_in_set"
-    failing = {"chunks sharing an id": _failing(outcomes, "expect_column_values_to_be_unique"),
-               "chunks of an unknown kind": _failing(outcomes, in_set, "kind"),
-               "chunks of an unknown granularity": _failing(outcomes, in_set, "granularity")}
-    return _result("unique_chunk_ids", True, failing,
+    failing = {"chunks sharing an id": failing_ids(outcomes, "expect_column_values_to_be_unique"),
+               "chunks of an unknown kind": failing_ids(outcomes, in_set, "kind"),
+               "chunks of an unknown granularity": failing_ids(outcomes, in_set, "granularity")}
+    return result_of("unique_chunk_ids", True, failing,
                    f"all {len(chunks)} chunk ids are unique, of known kinds and granularities",
-                   expectations=_summaries(outcomes))
+                   expectations=summaries(outcomes))
 
 
 def verse_coverage(chunks: pd.DataFrame, structure: Any) -> CheckResult:
@@ -339,7 +237,7 @@ def verse_coverage(chunks: pd.DataFrame, structure: Any) -> CheckResult:
     failing = {"verses without a chunk": missing, "verses in more than one verse chunk": twice,
                "refs that are no verse of the source": unknown}
     ok = f"all {len(expected)} verses present " + ("exactly once at verse granularity" if at_verse else "(no verse chunks: covered by larger chunks)")
-    result = _result("verse_coverage", False, failing, ok,
+    result = result_of("verse_coverage", False, failing, ok,
                      details={"empty_verse_slots": ", ".join(empty[:50]) or "none"})
     # The examples are verse refs here, which say more than chunk ids would.
     return replace(result, counts={**result.counts, "verses": len(expected), "empty_verse_slots": len(empty)})
@@ -371,82 +269,12 @@ def embedding_vectors(hashes: list[str], vectors: list, model_id: str = "") -> C
         names = np.asarray(shaped_hashes, dtype=object)
         failing["vectors with NaN or infinite values"] = names[~finite].tolist()
         failing["vectors not of unit length"] = names[off_unit].tolist()
-    return _result("embedding_vectors", True, failing,
+    return result_of("embedding_vectors", True, failing,
                    f"all {len(hashes)} vectors{' of ' + model_id if model_id else ''} have {DIMENSIONS} finite "
                    "dimensions and unit length",
                    details={"examples_are": "content hashes"})
 
 
-def stored_embeddings(conn: psycopg.Connection, hashes: Iterable[str], model_id: str) -> CheckResult:
-    """`embedding_vectors` over what the embedding cache holds for these texts."""
-    from pgvector.psycopg import register_vector
-
-    register_vector(conn)
-    wanted = sorted(set(hashes))
-    rows = conn.execute(
-        "SELECT content_hash, embedding FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)",
-        (model_id, wanted),
-    ).fetchall()
-    found = dict(rows)
-    return embedding_vectors(wanted, [found.get(h) for h in wanted], model_id)
-
-
-def index_rows(conn: psycopg.Connection, version: str, expected_chunks: int | None = None) -> CheckResult:
-    """An index version's table holds as many rows as its record says, and as many as the
-    chunks it was built from (when the caller knows them)."""
-    row = conn.execute("SELECT table_name, rows, status FROM index_versions WHERE version = %s", (version,)).fetchone()
-    if row is None:
-        return CheckResult("index_row_count", False, False, f"no index version {version!r}")
-    table, recorded, status = row
-    counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
-    counts = {"table_rows": counted, **({"recorded_rows": recorded} if recorded is not None else {})}
-    problems = []
-    if recorded != counted:
-        problems.append(f"{table} holds {counted} rows but {version} records {recorded}")
-    if expected_chunks is not None:
-        counts["chunks"] = expected_chunks
-        if counted != expected_chunks:
-            problems.append(f"{table} holds {counted} rows for {expected_chunks} chunks")
-    description = "; ".join(problems) or f"{version} ({status}): {counted} rows, one per chunk"
-    return CheckResult("index_row_count", not problems, False, description, counts)
-
-
-# ---------------------------------------------------------------- the gate
-
-
 def blocking_checks(chunks: pd.DataFrame, source: Source | None, structure: Any = None) -> list[CheckResult]:
     """The checks whose failure keeps a source's chunks out of every index."""
     return [permission_tags(chunks, source), header_presence(chunks, structure), unique_ids(chunks)]
-
-
-def gate(chunks: pd.DataFrame, sources: Mapping[str, Source | SourceError] | None = None) -> dict[str, list[CheckResult]]:
-    """Failed blocking checks per source, over the chunks about to be indexed.
-
-    With `sources` (the sources file as it stands when the index is built), each source's ACL
-    is compared with its chunks', so an ACL narrowed since the chunks were cut keeps them out.
-    Only what the chunks themselves show is checked here: a table's header row needs the parsed
-    document, which the chunk check of the same ingest run had, so nothing is read from disk
-    again. A source missing from `sources`, or no longer valid there, fails, so nothing
-    unverified gets in."""
-    rejected: dict[str, list[CheckResult]] = {}
-    for source_id, frame in chunks.groupby("source_id", sort=True):
-        source, problem = None, None
-        if sources is not None:
-            found = sources.get(str(source_id))
-            if isinstance(found, Source):
-                source = found
-            else:
-                problem = str(found) if found is not None else f"{source_id} is no longer in the sources file"
-        results = blocking_checks(frame, source)
-        if problem:
-            results.append(CheckResult("source_readable", False, True, f"cannot verify against the source: {problem}"))
-        failed = [r for r in results if not r.passed]
-        if failed:
-            rejected[str(source_id)] = failed
-    return rejected
-
-
-def describe(rejected: Mapping[str, list[CheckResult]]) -> str:
-    """One line per rejected source: which checks failed and how."""
-    return "; ".join(f"{sid}: " + ", ".join(f"{r.name} ({r.description})" for r in results)
-                     for sid, results in sorted(rejected.items()))

@@ -297,8 +297,8 @@ def _block_pieces(block: Block, budget: int, target: int) -> list[_Piece]:
         return [_Piece(t, _size(t), False, "semantic", ("paragraph",)) for t in semantic_split([block.text], budget, RULES["semantic"])]
     if isinstance(block, ItemList):
         return _repeated_lead_pieces(block.intro, None, _item_groups(block), budget, target, "list")
-    header = _row(block.header)
-    rows = [(_row(row), (k, k)) for k, row in enumerate(block.rows, start=1)]
+    header = row_text(block.header)
+    rows = [(row_text(row), (k, k)) for k, row in enumerate(block.rows, start=1)]
     return _repeated_lead_pieces(block.intro, header, rows, budget, target, "table")
 
 
@@ -354,7 +354,7 @@ def _lead(block: Block) -> str:
     if isinstance(block, Paragraph):
         return (sentences(block.text) or [block.text])[-1]
     if isinstance(block, Table):
-        return "\n".join(x for x in (block.intro, _row(block.header)) if x)
+        return "\n".join(x for x in (block.intro, row_text(block.header)) if x)
     return block.intro or ""
 
 
@@ -371,11 +371,11 @@ def _render(block: Block) -> str:
     if isinstance(block, ItemList):
         body = "\n".join(f"{_marker(block, k)} {item}" for k, item in enumerate(block.items, start=1))
     else:
-        body = "\n".join(_row(row) for row in (block.header, *block.rows))
+        body = "\n".join(row_text(row) for row in (block.header, *block.rows))
     return f"{block.intro}\n{body}" if block.intro else body
 
 
-def _row(cells: tuple[str, ...]) -> str:
+def row_text(cells: tuple[str, ...]) -> str:
     # Cells joined by " | ", without the outer pipes and alignment row: each "|" or "-" is a
     # word piece of its own, and the header row already says where the columns are.
     return " | ".join(cells).rstrip(" |")

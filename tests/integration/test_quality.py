@@ -14,7 +14,10 @@ import pytest
 from dagster import AssetKey, AssetSelection, DagsterInstance, FilesystemIOManager, materialize
 
 from lectio.rulesets import registry as ingest
-from lectio.quality import checks as quality
+from lectio.quality import admission, stored
+from lectio.quality.checks import (blocking_checks, chunk_count, chunk_sizes, embedding_vectors, header_presence,
+                                   permission_tags, unique_ids, verse_coverage)
+from lectio.quality.results import CheckResult
 from lectio.embedding import cache
 from lectio.index import store
 from lectio.rulesets.chunk import chunks_frame, content_hash
@@ -82,7 +85,7 @@ def headless(frame: pd.DataFrame) -> pd.DataFrame:
     return corrupt(frame, TABLE_CHUNK, text=text.replace(f"{TABLE_HEADER}\n", ""))
 
 
-def by_name(results) -> dict[str, quality.CheckResult]:
+def by_name(results) -> dict[str, CheckResult]:
     return {r.name: r for r in results}
 
 
@@ -92,21 +95,21 @@ def by_name(results) -> dict[str, quality.CheckResult]:
 def test_clean_chunks_pass_every_check(clean, quality_sources, fixture_sources):
     sources = {**sources_of(fixture_sources), **sources_of(quality_sources)}
     for sid, (frame, parsed) in clean.items():
-        results = [*quality.blocking_checks(frame, sources[sid], parsed), quality.chunk_sizes(frame),
-                   quality.verse_coverage(frame, parsed)]
+        results = [*blocking_checks(frame, sources[sid], parsed), chunk_sizes(frame),
+                   verse_coverage(frame, parsed)]
         assert all(r.passed for r in results), (sid, [(r.name, r.description) for r in results if not r.passed])
-    checks = by_name(quality.blocking_checks(*clean["bookshop"][:1], sources["bookshop"], clean["bookshop"][1]))
+    checks = by_name(blocking_checks(*clean["bookshop"][:1], sources["bookshop"], clean["bookshop"][1]))
     assert checks["header_presence"].details["table_chunks"] >= 2  # the long price list is split
-    web = quality.verse_coverage(*clean["web"])
+    web = verse_coverage(*clean["web"])
     assert web.counts["verses"] == 104 + 21 + 39 + 6 + 36 and "exactly once" in web.description
     both = pd.concat([frame for frame, _ in clean.values()], ignore_index=True)
-    assert quality.gate(both[both["source_id"].isin(sources_of(quality_sources))], sources_of(quality_sources)) == {}
+    assert admission.admit(both[both["source_id"].isin(sources_of(quality_sources))], sources_of(quality_sources)) == {}
 
 
 def test_a_chunk_without_acl_fails_only_the_permission_check(clean, quality_sources):
     frame, parsed = clean["bookshop"]
     broken = corrupt(frame, "bookshop/price-list/3", acl=[])
-    checks = by_name(quality.blocking_checks(broken, sources_of(quality_sources)["bookshop"], parsed))
+    checks = by_name(blocking_checks(broken, sources_of(quality_sources)["bookshop"], parsed))
     permission = checks["permission_tags"]
     assert not permission.passed and permission.blocking
     assert permission.examples == ("bookshop/price-list/3",) and permission.counts["chunks without an ACL"] == 1
@@ -118,14 +121,14 @@ def test_a_chunk_without_acl_fails_only_the_permission_check(clean, quality_sour
 def test_a_chunk_more_visible_than_its_source_fails(clean, quality_sources):
     frame, parsed = clean["bookshop"]
     broken = corrupt(frame, "bookshop/price-list/1", acl=["group:staff", "public"])
-    permission = quality.permission_tags(broken, sources_of(quality_sources)["bookshop"])
+    permission = permission_tags(broken, sources_of(quality_sources)["bookshop"])
     assert not permission.passed and permission.counts["chunks more visible than their source"] == 1
     assert permission.examples == ("bookshop/price-list/1",)
 
 
 def test_a_table_chunk_without_its_header_row_fails_only_the_header_check(clean, quality_sources):
     frame, parsed = clean["bookshop"]
-    checks = by_name(quality.blocking_checks(headless(frame), sources_of(quality_sources)["bookshop"], parsed))
+    checks = by_name(blocking_checks(headless(frame), sources_of(quality_sources)["bookshop"], parsed))
     header = checks["header_presence"]
     assert not header.passed and header.blocking
     assert header.examples == (TABLE_CHUNK,) and header.counts["table chunks without their header row"] == 1
@@ -137,32 +140,32 @@ def test_missing_context_of_each_kind_fails_the_header_check(clean):
     first = commentary["chunk_id"].iloc[0]
     text = commentary["text"].iloc[0]
     assert text.startswith("[Commentary on Romans 8")
-    result = quality.header_presence(corrupt(commentary, first, text=text.split("\n\n", 1)[1]))
+    result = header_presence(corrupt(commentary, first, text=text.split("\n\n", 1)[1]))
     assert not result.passed and result.counts["commentary chunks without a context header"] == 1
     assert result.examples == (first,)
 
     patristic, _ = clean["severinus-baptism"]
     first = patristic["chunk_id"].iloc[0]
     metadata = {k: v for k, v in patristic["metadata"].iloc[0].items() if k != "topics"}
-    result = quality.header_presence(corrupt(patristic, first, metadata=metadata))
+    result = header_presence(corrupt(patristic, first, metadata=metadata))
     assert not result.passed and result.counts["patristic chunks without their tags"] == 1
 
     document, parsed = clean["bookshop"]
     first = document["chunk_id"].iloc[0]
-    result = quality.header_presence(corrupt(document, first, breadcrumb=""), parsed)
+    result = header_presence(corrupt(document, first, breadcrumb=""), parsed)
     assert not result.passed and result.counts["document chunks without a breadcrumb"] == 1
 
 
 def test_duplicate_ids_fail(clean):
     frame, _ = clean["notes-alice"]
     twice = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
-    result = quality.unique_ids(twice)
+    result = unique_ids(twice)
     assert not result.passed and result.examples == (frame["chunk_id"].iloc[0],)
 
 
 def test_size_check_allows_only_window_embedded_granularities(clean):
     web, _ = clean["web"]
-    sizes = quality.chunk_sizes(web)
+    sizes = chunk_sizes(web)
     assert sizes.passed and not sizes.blocking
     over = int(((web["granularity"] == "pericope") & (web["tokens"] > MAX_TEXT_TOKENS)).sum())
     assert sizes.counts.get("window_embedded_pericope", 0) == over
@@ -170,36 +173,36 @@ def test_size_check_allows_only_window_embedded_granularities(clean):
     first = document["chunk_id"].iloc[0]
     long = document.copy()
     long.loc[long["chunk_id"] == first, "tokens"] = MAX_TEXT_TOKENS + 1
-    result = quality.chunk_sizes(long)
+    result = chunk_sizes(long)
     assert not result.passed and result.examples == (first,)
 
 
 def test_a_sudden_drop_in_chunks_is_a_warning():
-    drop = quality.chunk_count(70, 100)
+    drop = chunk_count(70, 100)
     assert not drop.passed and drop.severity == "warn" and not drop.blocking and "30%" in drop.description
-    assert quality.chunk_count(90, 100).passed
-    assert quality.chunk_count(10, None).passed  # a first run has nothing to compare
-    assert quality.chunk_count(8, 400, same_rules=False).passed  # new rules: new counts by design
+    assert chunk_count(90, 100).passed
+    assert chunk_count(10, None).passed  # a first run has nothing to compare
+    assert chunk_count(8, 400, same_rules=False).passed  # new rules: new counts by design
 
 
 def test_every_verse_once_at_verse_granularity(clean, fixture_sources):
     frame, parsed = clean["web"]
     verse = "rom_8_28_web"
-    missing = quality.verse_coverage(frame[frame["chunk_id"] != verse], parsed)
+    missing = verse_coverage(frame[frame["chunk_id"] != verse], parsed)
     assert not missing.passed and missing.examples == ("rom_8_28",)
     twice = pd.concat([frame, frame[frame["chunk_id"] == verse].assign(chunk_id="rom_8_28_again")])
-    assert not quality.verse_coverage(twice, parsed).passed
+    assert not verse_coverage(twice, parsed).passed
     # A verse the module leaves empty is reported, not failed.
     emptied = parsed.copy()
     emptied.loc[emptied["ref"] == "rom_8_28", "text"] = ""
     web = load_source(fixture_sources, "web")
     rechunked = chunks_frame(ingest.chunk_source(ingest.Parsed(web, emptied, len(emptied))))
-    result = quality.verse_coverage(rechunked, emptied)
+    result = verse_coverage(rechunked, emptied)
     assert result.passed and result.counts["empty_verse_slots"] == 1 and "rom_8_28" in result.details["empty_verse_slots"]
 
 
 def test_great_expectations_stays_quiet(clean, capfd):
-    quality.unique_ids(clean["notes-alice"][0])
+    unique_ids(clean["notes-alice"][0])
     captured = capfd.readouterr()
     assert "Calculating Metrics" not in captured.err + captured.out
     assert "%|" not in captured.err  # no tqdm bar of any name
@@ -213,7 +216,7 @@ def test_embedding_check_catches_bad_vectors(conn, clean):
     unit[0] = 1.0
     nan = unit.copy()
     nan[1] = np.nan
-    result = quality.embedding_vectors(["a", "b", "c", "d"], [unit, unit * 2, nan, unit[:10]])
+    result = embedding_vectors(["a", "b", "c", "d"], [unit, unit * 2, nan, unit[:10]])
     assert not result.passed and result.blocking
     assert result.counts["vectors not of unit length"] == 1 and result.counts["vectors with NaN or infinite values"] == 1
     assert result.counts["vectors of the wrong dimension"] == 1 and set(result.examples) == {"b", "c", "d"}
@@ -222,27 +225,27 @@ def test_embedding_check_catches_bad_vectors(conn, clean):
     model = "quality-test-model"
     conn.execute("DELETE FROM embedding_cache WHERE model_id = %s", (model,))
     cache.store_embeddings(conn, ["good", "long"], np.stack([unit, unit * 3]), model)
-    stored = quality.stored_embeddings(conn, ["good", "long", "absent"], model)
-    assert not stored.passed
-    assert stored.counts["vectors not of unit length"] == 1 and stored.counts["texts without an embedding"] == 1
-    assert set(stored.examples) == {"long", "absent"}
+    cached = stored.stored_embeddings(conn, ["good", "long", "absent"], model)
+    assert not cached.passed
+    assert cached.counts["vectors not of unit length"] == 1 and cached.counts["texts without an embedding"] == 1
+    assert set(cached.examples) == {"long", "absent"}
 
     frame, _ = clean["notes-alice"]
     embedder = Embedder()
     embed_chunks(conn, frame, embedder)
-    assert quality.stored_embeddings(conn, frame["content_hash"], embedder.model_id).passed
+    assert stored.stored_embeddings(conn, frame["content_hash"], embedder.model_id).passed
 
 
 def test_row_count_check_on_real_versions(main_run, conn, clean):
     live = store.get_version(conn, store.live_version(conn))
-    assert quality.index_rows(conn, live.version, main_run.index["rows"]).passed
+    assert stored.index_rows(conn, live.version, main_run.index["rows"]).passed
     frame = pd.concat([clean["bookshop"][0], clean["notes-alice"][0]], ignore_index=True)
     embedder = Embedder()
     embed_chunks(conn, frame, embedder)
     outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
     assert outcome.rejected == {} and not outcome.live
-    assert quality.index_rows(conn, outcome.version, len(frame)).passed
-    wrong = quality.index_rows(conn, outcome.version, len(frame) + 1)
+    assert stored.index_rows(conn, outcome.version, len(frame)).passed
+    wrong = stored.index_rows(conn, outcome.version, len(frame) + 1)
     assert not wrong.passed and f"for {len(frame) + 1} chunks" in wrong.description
 
 
@@ -348,15 +351,15 @@ def test_the_index_gate_reads_no_file_again(clean, quality_sources, tmp_path):
     shutil.copytree(quality_sources.parent, folder)
     sources = load_sources(folder / "sources.yaml")
     (folder / "bookshop_policy.md").unlink()
-    assert quality.gate(frame, sources) == {}
+    assert admission.admit(frame, sources) == {}
     # What the chunks show is still checked: a split table chunk that lost its header row fails.
-    assert "header_presence" in {r.name for r in quality.gate(headless(frame), sources)["bookshop"]}
+    assert "header_presence" in {r.name for r in admission.admit(headless(frame), sources)["bookshop"]}
 
 
 def test_an_unknown_granularity_fails_the_integrity_check(clean):
     frame = clean["bookshop"][0]
     odd = corrupt(frame, frame["chunk_id"].iloc[0], granularity="sectoin")
-    result = quality.unique_ids(odd)
+    result = unique_ids(odd)
     assert not result.passed and result.counts["chunks of an unknown granularity"] == 1
     assert {e["expectation"] for e in result.expectations} >= {"expect_column_values_to_be_in_set"}
-    assert quality.unique_ids(frame).passed
+    assert unique_ids(frame).passed
