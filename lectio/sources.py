@@ -182,7 +182,7 @@ def _unique_entries(sources_file: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def parse_source(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None = None) -> Source:
+def parse_entry(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None = None) -> Source:
     """Validate one entry; raises SourceError naming the source and the problem. `corpus_dir`
     (default: the settings' LECTIO_CORPUS_DIR) is, beside the sources file's folder, where a
     `path` may lead without `allow_outside: true`."""
@@ -271,7 +271,7 @@ def _corpus_dir() -> Path:
 def load_source(sources_file: Path, source_id: str, corpus_dir: Path | None = None) -> Source:
     for entry in read_entries(sources_file):
         if entry["id"] == source_id:
-            return parse_source(entry, Path(sources_file).resolve().parent, corpus_dir)
+            return parse_entry(entry, Path(sources_file).resolve().parent, corpus_dir)
     raise SourceError(source_id, f"is not in {sources_file}")
 
 
@@ -283,7 +283,7 @@ def load_sources(sources_file: Path, corpus_dir: Path | None = None) -> dict[str
     loaded: dict[str, Source | SourceError] = {}
     for entry in _unique_entries(sources_file):
         try:
-            loaded[entry["id"]] = parse_source(entry, base_dir, corpus_dir)
+            loaded[entry["id"]] = parse_entry(entry, base_dir, corpus_dir)
         except SourceError as exc:
             exc.acl = _stated_acl(entry)
             loaded[entry["id"]] = exc

@@ -20,7 +20,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from lectio.index import citations as prominence
+from lectio.index import citations
 from lectio.index import indexes, postings, security, xrefs
 from lectio.embedding.cache import CACHE_SCHEMA
 from lectio.embedding.model import DIMENSIONS
@@ -439,7 +439,7 @@ def _load_table(conn: psycopg.Connection, table: str, chunks: pd.DataFrame, mode
     postings.build(conn, table)
     cited = xrefs.citations_by_chunk(chunks)
     xrefs.build(conn, table, chunks, cited)
-    prominence.build(conn, table, chunks, cited)
+    citations.build(conn, table, chunks, cited)
     protect_version(conn, table)
     conn.execute(sql.SQL("ANALYZE {}").format(ident))
     return inserted
@@ -453,7 +453,7 @@ def protect_version(conn: psycopg.Connection, table: str) -> None:
     """Row-level security on a version's chunks and its cross-reference edges (lectio.index.security).
     The BM25 word statistics and the citation counts come from public chunks only and are readable."""
     protected = [table] + [t for t in (xrefs.table_name(table), postings.table_name(table)) if table_exists(conn, t)]
-    readable = [t for t in (lexicon_table(table), prominence.table_name(table)) if table_exists(conn, t)]
+    readable = [t for t in (lexicon_table(table), citations.table_name(table)) if table_exists(conn, t)]
     security.protect(conn, protected, readable)
 
 

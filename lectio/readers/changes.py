@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from lectio.readers.corpus import CorpusError, ensure_sword_module, has_module, sword_library
-from lectio.sources import SourceError, parse_source, read_entries
+from lectio.sources import SourceError, parse_entry, read_entries
 
 SWORD_FORMATS = ("sword-bible", "sword-commentary", "sword-lexicon")
 
@@ -31,7 +31,7 @@ def fingerprint(entry: dict | None, base_dir: Path, corpus_dir: Path) -> str | N
     if entry is None:
         return "removed"
     try:
-        source = parse_source(entry, base_dir)
+        source = parse_entry(entry, base_dir)
     except SourceError:
         # An invalid entry still has a fingerprint: editing it should request a run, which then
         # fails with the entry's error and alerts.
@@ -68,7 +68,7 @@ def fetch_missing_modules(sources_file: Path, corpus_dir: Path) -> None:
     base = Path(sources_file).resolve().parent
     for entry in read_entries(sources_file):
         try:
-            source = parse_source(entry, base)
+            source = parse_entry(entry, base)
             if source.format in SWORD_FORMATS and source.path is None and source.module:
                 ensure_sword_module(corpus_dir, source.module)
         except (SourceError, CorpusError, OSError):

@@ -9,7 +9,7 @@ import math
 
 from psycopg import sql
 
-from lectio.index import citations as prominence
+from lectio.index import citations
 from lectio.index import postings
 from lectio.index import store
 from lectio.index import xrefs
@@ -18,7 +18,7 @@ from lectio.retrieval.config import SearchConfig
 
 def weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float,
                      layout: int | None = None) -> list[tuple[str, float]]:
-    cited = prominence.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused], layout)
+    cited = citations.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused], layout)
     weighed = [(chunk_id, score * (1 + weight * math.log1p(cited.get(chunk_id, 0)))) for chunk_id, score in fused]
     return sorted(weighed, key=lambda item: -item[1])
 

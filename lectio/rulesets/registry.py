@@ -13,19 +13,18 @@ from typing import Any, Callable
 
 from lectio.rulesets import commentary
 from lectio.rulesets import documents
-from lectio.rulesets import strongs as lexicon
+from lectio.rulesets import strongs
 from lectio.rulesets import modern
 from lectio.rulesets import notes
 from lectio.rulesets import patristic
-from lectio.rulesets import westminster as reformation
+from lectio.rulesets import westminster
 from lectio.rulesets import scripture
 from lectio.rulesets import theses
 from lectio.rulesets.chunk import Chunk
 from lectio.embedding.model import model_id
 from lectio.readers.changes import input_fingerprint
 from lectio.readers.raw import RawText
-from lectio.sources import Source, SourceError, load_source, read_entries
-from lectio.sources import parse_source as parse_entry
+from lectio.sources import Source, SourceError, load_source, parse_entry, read_entries
 
 
 @dataclass(frozen=True)
@@ -50,8 +49,8 @@ FORMATS: dict[tuple[str, str | None], Format] = {
     ("text", None): _module_format(documents),
     ("html", None): _module_format(documents),
     ("sword-commentary", None): _module_format(commentary),
-    ("sword-lexicon", None): _module_format(lexicon),
-    ("westminster-json", None): _module_format(reformation),
+    ("sword-lexicon", None): _module_format(strongs),
+    ("westminster-json", None): _module_format(westminster),
     ("text", "reformation"): _module_format(theses),
     ("notes-jsonl", None): _module_format(notes),
     ("markdown", "patristic"): _module_format(patristic),

@@ -30,7 +30,7 @@ from lectio.index import store
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
 from lectio.retrieval.search import search
-from lectio.sources import Source, SourceError, parse_source
+from lectio.sources import Source, SourceError, parse_entry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -110,7 +110,7 @@ def verse_ids(chunks) -> set[str]:
 
 
 def test_a_rule_override_changes_only_what_it_governs_and_the_ruleset_version(settings):
-    web = parse_source({"id": "web", "kind": "scripture", "format": "sword-bible", "module": "engWEB2015eb",
+    web = parse_entry({"id": "web", "kind": "scripture", "format": "sword-bible", "module": "engWEB2015eb",
                         "select": "Philippians", "translation": "WEB", "acl": ["public"]}, FIXTURES)
     structure = scripture.parse(web, scripture.read(web, settings.corpus_dir))
     before = scripture.chunk(web, structure)
@@ -136,17 +136,17 @@ def test_a_rule_override_changes_only_what_it_governs_and_the_ruleset_version(se
 def test_rule_overrides_are_validated():
     base = {"id": "web", "kind": "scripture", "format": "sword-bible", "module": "engWEB2015eb", "acl": ["public"]}
     with pytest.raises(SourceError, match="no tunable rule 'pericope_size'"):
-        scripture.effective_rules(parse_source({**base, "rules": {"pericope_size": 4}}, FIXTURES))
+        scripture.effective_rules(parse_entry({**base, "rules": {"pericope_size": 4}}, FIXTURES))
     with pytest.raises(SourceError, match="whole number from 0 to 5, got 'two'"):
-        scripture.effective_rules(parse_source({**base, "rules": {"paragraph_context_sentences": "two"}}, FIXTURES))
+        scripture.effective_rules(parse_entry({**base, "rules": {"paragraph_context_sentences": "two"}}, FIXTURES))
     with pytest.raises(SourceError, match="'chapter' has no tunable rule"):
-        scripture.effective_rules(parse_source({**base, "chunking": "chapter", "rules": {"window_tokens": 9}}, FIXTURES))
+        scripture.effective_rules(parse_entry({**base, "chunking": "chapter", "rules": {"window_tokens": 9}}, FIXTURES))
     with pytest.raises(SourceError, match="smaller than 'window_tokens'"):
-        scripture.effective_rules(parse_source(
+        scripture.effective_rules(parse_entry(
             {**base, "chunking": "fixed-512", "rules": {"window_tokens": 64, "overlap_tokens": 64}}, FIXTURES))
     # A format whose chunker reads no rules refuses them rather than ignoring them.
     with pytest.raises(SourceError, match="format 'markdown' has no tunable rules"):
-        parse_source({"id": "doc", "kind": "document", "format": "markdown", "path": "x.md", "acl": ["public"],
+        parse_entry({"id": "doc", "kind": "document", "format": "markdown", "path": "x.md", "acl": ["public"],
                       "rules": {"pack_target_tokens": 100}}, FIXTURES)
 
 
