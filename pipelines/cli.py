@@ -337,7 +337,7 @@ def _index(args) -> int:
                 _refuse_if_exposing(conn, previous, settings)
                 store.switch_live(conn, previous)
         elif args.action == "prune":
-            from lectio.evaluation.gate import retain
+            from lectio.index.retention import retain
 
             with store.writer_lock(conn, "this prune"):  # never drop a candidate a migration is about to gate
                 dropped = retain(conn, args.keep)

@@ -31,7 +31,7 @@ from dagster import (
 )
 
 from lectio.evaluation import gate as migration
-from lectio.index import store
+from lectio.index import retention, store
 from lectio.evaluation.metrics import METRICS
 from pipelines.jobs import GATE_JOB, MIGRATE_JOB
 from resources import CorpusResource, DatabaseResource
@@ -54,7 +54,7 @@ class EvaluationConfig(Config):
 class GateConfig(Config):
     # Metric → largest drop allowed; a metric left out is reported, not guarded.
     tolerances: dict[str, float] = dict(migration.DEFAULT_TOLERANCES)
-    keep: int = migration.DEFAULT_KEEP
+    keep: int = retention.DEFAULT_KEEP
 
 
 def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
@@ -104,7 +104,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
             if not candidate:
                 live = store.live_version(conn)
                 result = migration.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
-                result.retired = migration.retain(conn, config.keep)
+                result.retired = retention.retain(conn, config.keep)
             else:
                 result = migration.gate(
                     conn, candidate, migration.load_query_sets(evaluation["query_sets"]),

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from lectio.evaluation import gate as migration
-from lectio.index import store
+from lectio.index import retention, store
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
@@ -301,7 +301,7 @@ class MigrationReport:
 
 
 def run_migration(settings: Settings, query_sets: list[str] | None = None, tolerances: dict[str, float] | None = None,
-                  keep: int = migration.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
+                  keep: int = retention.DEFAULT_KEEP, k: int = 20, mode: str = "hybrid",
                   echo: Callable[[str], None] = print) -> MigrationReport:
     """Build the candidate beside the live index (the main job, without switching), then run
     the gate job on it. The live index answers throughout; only the gate's switch changes it.

@@ -31,13 +31,13 @@ import numpy as np
 import psycopg
 
 from lectio.index import store
+from lectio.index.retention import DEFAULT_KEEP, retain
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import Query, load_queries
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
 
 DEFAULT_QUERY_SETS = (PROJECT_ROOT / "data" / "queries" / "theology.jsonl",)
-DEFAULT_KEEP = 3  # other ready versions kept besides the live one and the rollback target
 # Metric → the largest drop allowed, on the metrics' 0–1 scale. Besides recall@20, the usual
 # measure of a chunking change, recall within the token budget is guarded: a coarser chunking
 # covers more verses per hit, so recall@20 alone rewards chunks that spend the budget (budget
@@ -295,7 +295,7 @@ def record(conn: psycopg.Connection, result: GateResult, reports: Mapping[str, M
     }})
 
 
-# ---------------------------------------------------------------- switch and retention
+# ---------------------------------------------------------------- switch
 
 
 def apply(conn: psycopg.Connection, result: GateResult, keep: int = DEFAULT_KEEP) -> GateResult:
@@ -305,44 +305,6 @@ def apply(conn: psycopg.Connection, result: GateResult, keep: int = DEFAULT_KEEP
         result.switched = True
     result.retired = retain(conn, keep)
     return result
-
-
-def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
-    """Drop every version `to_drop` names; a version a killed build left behind is dropped once
-    its builder is gone. Each drop is one transaction (store.drop_version). Returns what was
-    dropped."""
-    if keep < 0:
-        raise ValueError("keep must be 0 or more")
-    store.mark_abandoned_builds(conn)
-    versions = [(v.version, v.status) for v in store.list_versions(conn)]
-    dropped = []
-    for version in to_drop(versions, store.live_version(conn), store.previous_version(conn), keep):
-        try:
-            store.drop_version(conn, version)
-        except ValueError:
-            continue  # switched to, or rebuilt, since it was listed: it stays
-        dropped.append(version)
-    return dropped
-
-
-def to_drop(versions: Sequence[tuple[str, str]], live: str | None, previous: str | None, keep: int) -> list[str]:
-    """Of (version, status) pairs, oldest first: what retention drops. Kept are the live
-    version, the rollback target unless it is revoked (it may never be served again), versions
-    still building, and the `keep` most recent other ready versions."""
-    protected = {live} | ({previous} if previous and dict(versions).get(previous) != "revoked" else set())
-    others = [(v, status) for v, status in versions if v not in protected and status != "building"]
-    ready = [v for v, status in others if status == "ready"]
-    kept = set(ready[-keep:]) if keep else set()  # ready[-0:] would be all of them
-    return [v for v, _ in others if v not in kept]
-
-
-def migrate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequence[Query]], *,
-            tolerances: Mapping[str, float] = DEFAULT_TOLERANCES, keep: int = DEFAULT_KEEP, k: int = 20,
-            mode: str = "hybrid", sources: Mapping[str, Source | SourceError] | None = None) -> GateResult:
-    """Gate a built candidate, switch it in when it passes, and apply retention."""
-    result = gate(conn, candidate, query_sets, tolerances=tolerances, k=k, mode=mode,
-                  sources=sources)
-    return apply(conn, result, keep)
 
 
 # ---------------------------------------------------------------- presentation

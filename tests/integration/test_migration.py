@@ -26,7 +26,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from lectio.evaluation import gate as migration
 from lectio.rulesets import scripture
-from lectio.index import store
+from lectio.index import retention, store
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
 from lectio.retrieval.search import search
@@ -400,7 +400,7 @@ def test_retention_drops_old_versions_but_never_the_live_one_or_the_previous(hom
         failed = next(v for v in store.list_versions(conn) if v.status == "failed")
 
         before = {v.version: v for v in store.list_versions(conn)}
-        dropped = migration.retain(conn, keep=1)
+        dropped = retention.retain(conn, keep=1)
 
         after = {v.version: v for v in store.list_versions(conn)}
         assert set(after) == {live, previous, built[-1]}

@@ -3,7 +3,7 @@ revoked), builds in progress and the `keep` most recent other ready versions."""
 
 import pytest
 
-from lectio.evaluation.gate import to_drop
+from lectio.index.retention import to_drop
 
 
 def ready(*names):
