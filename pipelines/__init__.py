@@ -1,0 +1,1 @@
+"""The Dagster definitions and the `lectio` command line that runs them."""

@@ -1,0 +1,1 @@
+"""Cutting a source into chunks: one ruleset per content type, each versioned by its rules."""

@@ -1,0 +1,1 @@
+"""The HTTP search service: principals from verified tokens, a pool that survives restarts."""

@@ -108,3 +108,9 @@ def test_no_module_is_too_long_to_read():
     long = {str(p.relative_to(PROJECT)): n for p in _modules().values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_every_module_and_package_states_its_concern():
+    """The first thing the next engineer reads of a module: what it is for."""
+    missing = sorted(name for name, path in _modules().items() if not ast.get_docstring(ast.parse(path.read_text())))
+    assert missing == []
