@@ -9,12 +9,20 @@ the vector side of hybrid search takes (100). Every search goes through `lectio.
 as users get it: the reader role, row-level security, the default filters and clauses.
 
 Hybrid search runs as the service runs it, its vector side on a second connection; hybrid on
-one connection (as `lectio search` runs it) is reported beside it. Also p50/p95 of vector-only
-and lexical-only search (the ratio hybrid/vector is the price of fusion); BM25 read from the version's postings against BM25 scoring every chunk that holds a
-query word (the way before postings), on the same version: the latency ratio, how many of the
-exact top candidates the postings find, and whether their scores are the same; and a
-concurrency run against `lectio serve` over loopback: 1, 2, 4 and 8 clients, throughput and p95
-per level.
+one connection (as `lectio search` runs it) is reported beside it, and hybrid and lexical-only
+with BM25 in SQL (`lexical_mirror` off) beside those from the lexical mirror. Also p50/p95 of
+vector-only and lexical-only search (the ratio hybrid/vector is the price of fusion).
+
+BM25 three ways on the same version, as the reader with public's view: from the lexical mirror
+(lectio.index.mirror, every matching chunk scored in process and confirmed under row-level
+security), from the postings in SQL (the fallback), and by SQL scoring every chunk that holds a
+query word (the reference): each one's latency and ratio to the mirror, how many of the
+reference's top candidates each finds, and whether the mirror's list is the reference's.
+
+Each stage of a hybrid search timed alone, p50/p95 (`stages`): the query embedding, BM25 from
+the mirror and from SQL, pericope titles, the HNSW step, fusion with the citation prior, and the
+read of the returned rows. Last, a concurrency run against `lectio serve` over loopback: 1, 2, 4
+and 8 clients, throughput and p95 per level.
 
     LECTIO_HOME=… python benchmarks/search_latency.py [--queries data/queries/theology.jsonl] [--part dev]
         [--ef 400] [--depth 4000 --rescored 400]
@@ -29,12 +37,14 @@ import time
 
 from psycopg import sql
 
-from lectio.index import store
+from lectio.index import mirror, store
 from lectio.index.database import ensure_database
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.index import security
+from lectio.retrieval import candidates as retrievers
+from lectio.retrieval import lexical, rerank
 from lectio.retrieval.candidates import lexical_candidates
 from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, SearchConfig, _Filters,
                                      expansion_words, search)
@@ -69,7 +79,8 @@ def main() -> None:
     parser.add_argument("--queries", default="data/queries/theology.jsonl")
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
-    parser.add_argument("--bm25-only", action="store_true", help="only compare BM25 from postings with the full scan")
+    parser.add_argument("--bm25-only", action="store_true",
+                        help="only compare BM25 three ways: mirror, postings, full scan")
     parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
     parser.add_argument("--service-queries", type=int, default=40, help="queries each client sends (default 40)")
     parser.add_argument("--index", help="index version (default: the live one)")
@@ -91,20 +102,25 @@ def main() -> None:
     with database.connect() as conn, database.connect() as side:
         store.ensure_schema(conn)
         version = store.get_version(conn, args.index)
+        started = time.perf_counter()
+        mirrored = mirror.ensure(conn, version)  # built once per version, as the owner
+        mirror_seconds = round(time.perf_counter() - started, 1)
+        config = SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored)
         if args.bm25_only:
-            config = SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored)
-            print(json.dumps(postings_against_scan(conn, version, queries, config), indent=2))
+            print(json.dumps(bm25_three_ways(conn, version, mirrored, queries, config), indent=2))
             return
         # As the service searches: the vector side on a second connection.
         run = lambda query, **options: search(conn, query, k=args.k, embedder=embedder,  # noqa: E731
                                               version=version.version, **{"vector_conn": side, **options})
         run(queries[0])  # warm caches
         hybrid, one_connection, hnsw, exact, recalls, candidate_recalls = [], [], [], [], [], []
-        vector_only, lexical_only = [], []
+        vector_only, lexical_only, hybrid_sql, lexical_sql = [], [], [], []
         candidates = SearchConfig().candidates
         variants = [(hybrid, {}), (one_connection, {"vector_conn": None}),
                     (vector_only, {"config": SearchConfig(mode="vector")}),
-                    (lexical_only, {"config": SearchConfig(mode="lexical")})]
+                    (lexical_only, {"config": SearchConfig(mode="lexical")}),
+                    (hybrid_sql, {"config": SearchConfig(lexical_mirror=False)}),
+                    (lexical_sql, {"config": SearchConfig(mode="lexical", lexical_mirror=False)})]
         for position, (query, vector) in enumerate(zip(queries, vectors)):
             # The first search of a query reads its pages from disk for the others: each variant
             # goes first for a quarter of the queries.
@@ -122,8 +138,8 @@ def main() -> None:
             wide_approx, _ = top_ids(conn, version.table_name, vector, candidates, False, max(args.ef, candidates))
             wide_exact, _ = top_ids(conn, version.table_name, vector, candidates, True, args.ef)
             candidate_recalls.append(len(set(wide_approx) & set(wide_exact)) / len(wide_exact))
-        bm25 = postings_against_scan(conn, version, queries,
-                                     SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored))
+        bm25 = bm25_three_ways(conn, version, mirrored, queries, config)
+        breakdown = stages(conn, version, mirrored, queries, embedder, config)
     ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
     print(json.dumps({
         "index_version": version.version,
@@ -131,7 +147,10 @@ def main() -> None:
         "queries": len(queries),
         "k": args.k,
         "ef_search": args.ef,
+        "mirror_build_seconds": mirror_seconds,
         "hybrid_ms_p50": ms(hybrid, 50), "hybrid_ms_p95": ms(hybrid, 95),
+        "hybrid_sql_bm25_ms_p50": ms(hybrid_sql, 50), "hybrid_sql_bm25_ms_p95": ms(hybrid_sql, 95),
+        "lexical_sql_bm25_ms_p50": ms(lexical_sql, 50), "lexical_sql_bm25_ms_p95": ms(lexical_sql, 95),
         "hybrid_one_connection_ms_p50": ms(one_connection, 50), "hybrid_one_connection_ms_p95": ms(one_connection, 95),
         "vector_ms_p50": ms(vector_only, 50), "vector_ms_p95": ms(vector_only, 95),
         "lexical_ms_p50": ms(lexical_only, 50), "lexical_ms_p95": ms(lexical_only, 95),
@@ -144,41 +163,108 @@ def main() -> None:
         "hnsw_recall_at_candidates": round(statistics.mean(candidate_recalls), 4),
         "hnsw_recall_at_candidates_min": round(min(candidate_recalls), 4),
         "bm25": bm25,
+        "stages": breakdown,
         "service": concurrency(queries[: args.service_queries], [int(c) for c in args.clients.split(",") if c.strip()],
                                args.k),
     }, indent=2))
 
 
-def postings_against_scan(conn, version, queries: list[str], config: SearchConfig) -> dict:
-    """BM25 candidates of each query both ways on one version, as the reader with public's view
-    and the default filters: what the postings find of the full scan's, and at what cost."""
-    if (version.layout or 0) < 7:
-        return {"skipped": f"{version.version} was built before postings (layout {version.layout})"}
+def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchConfig) -> dict:
+    """BM25 candidates of each query from the mirror, from the postings in SQL and by SQL scoring
+    every matching chunk (the reference), as the reader with public's view and the default
+    filters: what each finds of the reference's, and at what cost."""
+    if (version.layout or 0) < 7 or mirrored is None:
+        return {"skipped": f"{version.version} has no postings (layout {version.layout}) or no mirror"}
     filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
     where, params = filters.where(DEFAULT_TRANSLATION)
-    read_times, scan_times, found, differences = [], [], [], []
+    conditions = filters.conditions(DEFAULT_TRANSLATION)
+    times = {"mirror": [], "postings": [], "scan": []}
+    found = {"mirror": [], "postings": []}
+    same, same_but_ties, differences = 0, 0, []
     for query in queries:
         extra = expansion_words(query, config)
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
-            started = time.perf_counter()
-            read = lexical_candidates(conn, version.table_name, query, extra, where, params, config, version.layout, where)
-            read_times.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            scanned = lexical_candidates(conn, version.table_name, query, extra, where, params, config, None)
-            scan_times.append(time.perf_counter() - started)
-        exact = dict(scanned)
-        found.append(len(set(exact) & {chunk_id for chunk_id, _ in read}) / max(1, len(exact)))
-        differences += [abs(score - exact[chunk_id]) for chunk_id, score in read if chunk_id in exact]
-    ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
-    return {
-        "depth": config.lexical_depth, "rescored": config.lexical_rescored,
-        "postings_ms_p50": ms(read_times, 50), "postings_ms_p95": ms(read_times, 95),
-        "scan_ms_p50": ms(scan_times, 50), "scan_ms_p95": ms(scan_times, 95),
-        "scan_over_postings_p50": round(statistics.median(scan_times) / statistics.median(read_times), 1),
-        "found_of_scan_top": round(statistics.mean(found), 4), "found_of_scan_top_min": round(min(found), 4),
-        "max_score_difference": max(differences, default=0.0),
-    }
+            ways = {
+                "mirror": lambda: lexical.candidates(conn, mirrored, version.table_name, query, extra, conditions,
+                                                     where, params, config, filters.corpus),
+                "postings": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
+                                                       version.layout, where),
+                "scan": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
+                                                   None),
+            }
+            lists = {}
+            for name, way in ways.items():
+                started = time.perf_counter()
+                lists[name] = way()
+                times[name].append(time.perf_counter() - started)
+        exact = dict(lists["scan"])
+        for name in found:
+            found[name].append(len(set(exact) & {chunk_id for chunk_id, _ in lists[name]}) / max(1, len(exact)))
+        same += [chunk_id for chunk_id, _ in lists["mirror"]] == [chunk_id for chunk_id, _ in lists["scan"]]
+        same_but_ties += _ranked_alike(lists["mirror"], lists["scan"])
+        differences += [abs(score - exact[chunk_id]) for chunk_id, score in lists["mirror"] if chunk_id in exact]
+    ms = lambda values, p: round(1000 * percentile(values, p), 2)  # noqa: E731
+    report = {"depth": config.lexical_depth, "rescored": config.lexical_rescored}
+    for name, values in times.items():
+        report |= {f"{name}_ms_p50": ms(values, 50), f"{name}_ms_p95": ms(values, 95)}
+    for name in ("postings", "scan"):
+        for p in (50, 95):
+            report[f"{name}_over_mirror_p{p}"] = round(percentile(times[name], p) / percentile(times["mirror"], p), 1)
+    for name, shares in found.items():
+        report |= {f"{name}_found_of_scan_top": round(statistics.mean(shares), 4),
+                   f"{name}_found_of_scan_top_min": round(min(shares), 4)}
+    report |= {"mirror_list_equals_scan": f"{same}/{len(queries)}",
+               "mirror_list_equals_scan_but_ties": f"{same_but_ties}/{len(queries)}",
+               "mirror_max_score_difference": max(differences, default=0.0)}
+    return report
+
+
+def _ranked_alike(one: list[tuple[str, float]], other: list[tuple[str, float]]) -> bool:
+    """The same chunks in the same order, except that chunks whose scores differ only by float
+    rounding may stand in either order (SQL sums a chunk's words in whatever order its plan reads
+    them; the mirror breaks such ties by chunk id) and a tie at the cut may keep either."""
+    scores = [[round(score, 9) for _, score in ranked] for ranked in (one, other)]
+    if scores[0] != scores[1]:
+        return False
+    last = scores[0][-1] if scores[0] else 0.0
+    above = [sorted((-round(score, 9), chunk_id) for chunk_id, score in ranked if round(score, 9) > last)
+             for ranked in (one, other)]
+    return above[0] == above[1]
+
+
+def stages(conn, version, mirrored, queries: list[str], embedder, config: SearchConfig) -> dict:
+    """Each stage of a hybrid search timed alone for every query (public's view, default filters),
+    p50/p95 in ms: what each costs, and so which one sets the floor."""
+    filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    where, params = filters.where(DEFAULT_TRANSLATION)
+    conditions, table = filters.conditions(DEFAULT_TRANSLATION), version.table_name
+    times: dict[str, list[float]] = {}
+
+    def timed(name, work):
+        started = time.perf_counter()
+        value = work()
+        times.setdefault(name, []).append(time.perf_counter() - started)
+        return value
+
+    for query in queries:
+        extra = expansion_words(query, config)
+        vector = timed("embed", lambda: embedder.encode([query])[0])
+        with conn.transaction():
+            security.act_as_reader(conn, DEFAULT_PRINCIPALS)
+            words = timed("lexical_mirror", lambda: lexical.candidates(
+                conn, mirrored, table, query, extra, conditions, where, params, config, filters.corpus))
+            timed("lexical_sql_postings", lambda: lexical_candidates(
+                conn, table, query, extra, where, params, config, version.layout, where))
+            titles = timed("titles", lambda: retrievers.title_candidates(conn, table, query, where, params, config,
+                                                                         version.layout))
+            near = timed("hnsw", lambda: retrievers.vector_candidates(conn, table, vector, where, params, config))
+            fused = timed("fusion", lambda: retrievers.weigh_prominence(
+                conn, table, retrievers.fuse([(1.0, near), (1.0, words or []), (1.0, titles)], config.rrf_k),
+                config.prominence_weight, version.layout))
+            timed("rows", lambda: rerank.rows_by_id(conn, table, [chunk_id for chunk_id, _ in fused[:80]]))
+    return {name: {"p50": round(1000 * percentile(values, 50), 2), "p95": round(1000 * percentile(values, 95), 2)}
+            for name, values in times.items()}
 
 
 def concurrency(queries: list[str], levels: list[int], k: int) -> list[dict]:

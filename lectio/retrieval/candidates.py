@@ -103,10 +103,12 @@ _TERMS = """
     stats AS (SELECT %(bm25_n)s::float AS n, %(bm25_avgdl)s::float AS avgdl)
 """
 
-# Versions built before postings existed: every chunk that holds any query word.
-_MATCHING = """
-    q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(query)s || ' ' || %(extra)s)::text,
-                                               ' & ', ' | ')) AS q),
+# Versions built before postings existed: every chunk that holds any query word. The query is
+# written from the words themselves, each quoted as tsquery input wants: given to to_tsquery they
+# were stemmed a second time ('purpos' became 'purpo'), and the chunks holding them were missed.
+_MATCHING = r"""
+    q AS (SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS q
+          FROM terms),
     candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
 """
 

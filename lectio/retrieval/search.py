@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field, replace
 import psycopg
 from psycopg import sql
 
+from lectio.index import mirror as mirrors
 from lectio.index import security, store
-from lectio.retrieval import candidates, rerank, shape, word_study
+from lectio.retrieval import candidates, lexical, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
@@ -111,11 +112,15 @@ def search(
     given = filters or Filters()
     if kind or translation:
         given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
-    filters = _Filters(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0))
+    config = config or SearchConfig()
     try:
         ranges = parse_reference(query)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
+    # Read (or built, once per version) as the owner, before the search turns reader.
+    lexical_mirror = config.lexical_mirror and config.mode != "vector" and not ranges
+    filters = _Filters(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0),
+                       mirrors.ensure(conn, info) if lexical_mirror else None)
     if not ranges:  # a reference is looked up, not embedded
         try:
             embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
@@ -127,7 +132,6 @@ def search(
         security.act_as_reader(conn, principals)
         if ranges:
             return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
-        config = config or SearchConfig()
         word = word_study.detect(query) if config.word_study else None
         if word is not None:
             response = _word_study(conn, table, query, word, k, filters, version, config, embedder, layout)
@@ -169,34 +173,46 @@ class _Filters:
     # BM25's corpus size and mean length, read as the owner: the reader may not see how many
     # rows a version holds (private ones included), so they reach the lexical side as values.
     corpus: tuple[float, float] | None = None
+    # The version's lexical mirror (lectio.index.mirror), None to score BM25 in SQL.
+    mirror: mirrors.Mirror | None = None
 
     @property
     def translation(self) -> str | None:
         return self.given.translation
 
-    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
-        """A WHERE clause with named placeholders (f_*), and its parameters."""
-        clauses, params = [sql.SQL("acl && %(f_acl)s")], {"f_acl": list(self.principals)}
-        if self.corpus is not None:
-            params["bm25_n"], params["bm25_avgdl"] = self.corpus
+    def conditions(self, translation: str | None) -> list[tuple[str, str, object]]:
+        """What where() asks of a row, as (column, test, value): the one list both the SQL and the
+        lexical mirror (lectio.index.mirror) filter by. Tests: '&&' (shares a principal), '=',
+        '<>', 'null-or-=' (NULL, or equal); tradition and tier are keys of the metadata."""
+        found: list[tuple[str, str, object]] = [("acl", "&&", list(self.principals))]
         if not self.given.kind:
             # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.
-            clauses.append(sql.SQL("kind <> 'lexicon'"))
-        for column in ("kind", "testament", "genre"):
+            found.append(("kind", "<>", "lexicon"))
+        for column in ("kind", "testament", "genre", "tradition", "tier"):
             value = getattr(self.given, column)
             if column == "testament" and value:
                 value = _TESTAMENTS.get(value.lower(), value)
             if value:
-                clauses.append(sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(f"f_{column}")))
-                params[f"f_{column}"] = value
-        for key in ("tradition", "tier"):
-            value = getattr(self.given, key)
-            if value:
-                clauses.append(sql.SQL("metadata ->> {} = {}").format(sql.Literal(key), sql.Placeholder(f"f_{key}")))
-                params[f"f_{key}"] = value
+                found.append((column, "=", value))
         if translation:
-            clauses.append(sql.SQL("(translation IS NULL OR translation = %(f_translation)s)"))
-            params["f_translation"] = translation
+            found.append(("translation", "null-or-=", translation))
+        return found
+
+    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
+        """A WHERE clause with named placeholders (f_*), and its parameters."""
+        clauses, params = [], {}
+        for column, test, value in self.conditions(translation):
+            placeholder = sql.Placeholder(f"f_{column}")
+            field_sql = (sql.SQL("metadata ->> {}").format(sql.Literal(column)) if column in ("tradition", "tier")
+                         else sql.Identifier(column))
+            if test == "<>":  # a constant the planner can use as it stands
+                clauses.append(sql.SQL("{} <> {}").format(field_sql, sql.Literal(value)))
+                continue
+            params[f"f_{column}"] = value
+            clauses.append(sql.SQL({"&&": "{0} && {1}", "=": "{0} = {1}",
+                                    "null-or-=": "({0} IS NULL OR {0} = {1})"}[test]).format(field_sql, placeholder))
+        if self.corpus is not None:
+            params["bm25_n"], params["bm25_avgdl"] = self.corpus
         return sql.SQL(" AND ").join(clauses), params
 
     @property
@@ -270,7 +286,8 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
     cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked.
     The vector side runs on `vector_conn` where there is one, beside the lexical side."""
-    where, params = filters.where(filters.translation or DEFAULT_TRANSLATION)
+    translation = filters.translation or DEFAULT_TRANSLATION
+    where, params = filters.where(translation)
     lexical_weight = config.lexical_weight
     # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
     posting_filter = where if filters.on_postings and rows is None else None
@@ -288,7 +305,10 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
     try:
         if config.mode in ("hybrid", "lexical"):
             lexical_extra = extra if config.expand_lexical else ""
-            words.append((lexical_weight, candidates.lexical_candidates(
+            # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
+            found = lexical.candidates(conn, filters.mirror if rows is None else None, table_name, query, lexical_extra,
+                                       filters.conditions(translation), where, params, config, filters.corpus)
+            words.append((lexical_weight, found if found is not None else candidates.lexical_candidates(
                 conn, table_name, query, lexical_extra, where, params, config, layout, posting_filter)))
             if config.title_weight:
                 words.append((config.title_weight,

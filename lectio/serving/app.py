@@ -10,20 +10,24 @@ so a bug here still cannot widen what the database lets a principal read.
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import asynccontextmanager
 from typing import Literal
 
+import psycopg
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from lectio.embedding.model import Embedder
-from lectio.index import store
+from lectio.index import mirror, store
 from lectio.index.pool import ReadPool
 from lectio.retrieval.search import Filters, SearchConfig, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings
+
+log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
 UNMATCHED = "unmatched"  # the one label of every path no route serves
@@ -68,6 +72,12 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         state["embedder"] = Embedder()
         state["embedder"].encode(["warm up"])  # the first encode pays for lazy loading
         state["pool"] = ReadPool(settings, size=pool_size, pairs=True)
+        # The live version's lexical mirror, so the first search does not pay for building it. A
+        # home with no index yet serves (and says it is not ready) as before.
+        try:
+            state["pool"].run_once(lambda conn: mirror.ensure(conn, store.get_version(conn), settings.home))
+        except psycopg.Error as exc:
+            log.warning("lexical mirror not loaded at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
         yield
         state["pool"].close()
 

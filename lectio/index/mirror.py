@@ -1,0 +1,301 @@
+"""A version's BM25 words mirrored into arrays in the home, so a search scores every chunk that
+holds a query word in the search process instead of asking PostgreSQL to.
+
+An index version never changes once built, so its words are read once (as the owner, past
+row-level security: every chunk, private ones too) and kept under
+$LECTIO_HOME/mirrors/<version>/ as .npy files, memory-mapped and loaded once per process. They
+hold, for every word, the chunks that hold it and how often (the term frequency the chunk's
+tsvector gives: the number of its positions), each chunk's length in words, and the document
+frequencies of the version's lexicon: the same numbers the SQL scoring reads, so the scores are
+the same. A mirror also knows each chunk's ACL and the columns of the usual filters, so it can
+narrow to what a caller may see before ranking; it only proposes chunk ids. What a caller gets
+is read under row-level security as that caller (lectio.retrieval.lexical).
+
+A mirror is served only for a version that is ready: a revoked version's never, whatever files
+are left in the home.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psycopg
+from psycopg import sql
+
+from lectio.settings import load_settings
+
+log = logging.getLogger(__name__)
+# Bump when the files change, so an older mirror is built again rather than misread.
+FORMAT = 1
+# Filter columns a mirror holds besides the ACL: a condition on any other sends the search to SQL.
+# tradition and tier are a commentary's, read from the chunk's metadata as the filters read them.
+COLUMNS = {"kind": "kind", "translation": "translation", "testament": "testament", "genre": "genre",
+           "tradition": "metadata ->> 'tradition'", "tier": "metadata ->> 'tier'"}
+_ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", *COLUMNS)
+# Masks kept per mirror (one per set of principals and filters seen, 133 KB each on the full
+# corpus): past this many the oldest are dropped.
+_MASKS_KEPT = 64
+
+_loaded: dict[tuple[Path, str], "Mirror"] = {}
+_building: dict[tuple[Path, str], threading.Lock] = {}
+_guard = threading.Lock()
+
+
+def folder(home: Path, version: str) -> Path:
+    return home / "mirrors" / version
+
+
+def ensure(conn: psycopg.Connection, info, home: Path | None = None) -> "Mirror | None":
+    """The mirror of `info` (an IndexVersion), built first if the home lacks it; `conn` must be the
+    owner's. None for a version that is not ready, or when it cannot be built (the search then
+    scores in SQL)."""
+    home = home or load_settings().home
+    if info is None or info.status != "ready":
+        forget(home, info.version if info else None)
+        return None
+    found = load(info, home)
+    if found is not None:
+        return found
+    lock = _lock(home, info.version)
+    # One thread builds; a service's other searches meanwhile score in SQL rather than wait.
+    if not lock.acquire(blocking=False):
+        return None
+    try:
+        found = load(info, home)  # another thread may have just built it
+        if found is None:
+            build(conn, info, home)
+            found = load(info, home)
+    except (OSError, psycopg.Error) as exc:
+        log.warning("no lexical mirror for %s, BM25 runs in SQL: %s", info.version, exc)
+        return None
+    finally:
+        lock.release()
+    return found
+
+
+def load(info, home: Path | None = None) -> "Mirror | None":
+    """The mirror of `info` as built in the home, or None (not built, built for another version of
+    that name, or the version is not ready)."""
+    home = home or load_settings().home
+    key = (home, info.version)
+    if info.status != "ready":
+        forget(home, info.version)
+        return None
+    found = _loaded.get(key)
+    if found is not None and found.matches(info):
+        return found
+    manifest = folder(home, info.version) / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        found = Mirror.read(manifest.parent)
+    except (OSError, ValueError, KeyError) as exc:  # damaged files: built again by ensure()
+        log.warning("the lexical mirror of %s cannot be read: %s", info.version, exc)
+        return None
+    if not found.matches(info):
+        return None
+    _loaded[key] = found
+    return found
+
+
+def forget(home: Path, version: str | None) -> None:
+    """Drop a version's mirror from this process (its files stay: a version served again later,
+    once the sources file allows all it shows, has the same words)."""
+    _loaded.pop((home, version), None)
+
+
+def _lock(home: Path, version: str) -> threading.Lock:
+    with _guard:
+        return _building.setdefault((home, version), threading.Lock())
+
+
+def build(conn: psycopg.Connection, info, home: Path) -> Path:
+    """Read the version as the owner and write its mirror; written aside and renamed into place,
+    so a reader never meets half a mirror."""
+    chunks, words, ndoc = _read(conn, info)
+    arrays, manifest = _arrays(chunks, words, ndoc)
+    manifest.update(format=FORMAT, version=info.version, table=info.table_name, fingerprint=info.fingerprint,
+                    rows=info.rows)
+    target = folder(home, info.version)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Private chunks' words and ids are in here: as closed as the home's stored outputs.
+    target.parent.chmod(0o700)
+    staging = Path(tempfile.mkdtemp(prefix=f".{info.version}-", dir=target.parent))
+    try:
+        for name, array in arrays.items():
+            np.save(staging / f"{name}.npy", array)
+        (staging / "manifest.json").write_text(json.dumps(manifest))
+        shutil.rmtree(target, ignore_errors=True)  # an older format's, or another database's v<N>
+        os.rename(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
+    """Every chunk in chunk id order (the order SQL breaks ties in), every (chunk, word, tf) of their
+    tsvectors, and the lexicon's document frequencies."""
+    table = sql.Identifier(info.table_name)
+    columns = sql.SQL(", ").join(sql.SQL(expression) for expression in COLUMNS.values())
+    with conn.transaction():
+        chunks = conn.execute(sql.SQL("SELECT chunk_id, length(tsv), acl, {} FROM {} ORDER BY chunk_id")
+                              .format(columns, table)).fetchall()
+        words = _copy_csv(conn, sql.SQL(
+            "COPY (SELECT c.i, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
+            "FROM (SELECT (row_number() OVER (ORDER BY chunk_id) - 1)::int4 AS i, tsv FROM {}) c "
+            "CROSS JOIN LATERAL unnest(c.tsv) u) TO STDOUT (FORMAT csv)").format(table))
+        ndoc = dict(conn.execute(sql.SQL("SELECT word, ndoc FROM {}").format(
+            sql.Identifier(info.table_name.replace("chunks_", "lexicon_", 1)))).fetchall())
+    return chunks, words, ndoc
+
+
+def _copy_csv(conn: psycopg.Connection, statement: sql.Composable) -> pd.DataFrame:
+    # Millions of rows: CSV parsed in C, words kept as text ("nan" and "null" are words here).
+    buffer = io.BytesIO()
+    with conn.cursor().copy(statement) as copy:
+        for data in copy:
+            buffer.write(data)
+    buffer.seek(0)
+    return pd.read_csv(buffer, header=None, names=["chunk", "word", "tf"], keep_default_na=False, na_filter=False,
+                       dtype={"chunk": np.int32, "word": str, "tf": np.int32})
+
+
+def _arrays(chunks: list[tuple], words: pd.DataFrame, ndoc: dict[str, int]) -> tuple[dict, dict]:
+    """The postings grouped by word (a word's run is offsets[w]:offsets[w + 1]), and the chunk
+    columns as codes into the manifest's lists of values (-1 for NULL)."""
+    codes, vocabulary = pd.factorize(words["word"])
+    order = np.lexsort((words["chunk"].to_numpy(), codes))
+    offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(np.bincount(codes, minlength=len(vocabulary)))
+    arrays = {
+        "offsets": offsets,
+        "postings": words["chunk"].to_numpy()[order].astype(np.int32),
+        "tf": words["tf"].to_numpy()[order].astype(np.int32),
+        "length": np.array([row[1] for row in chunks], dtype=np.int32),
+        # A word no public chunk holds is missing from the lexicon; SQL counts it as in one chunk.
+        "ndoc": np.array([ndoc.get(word, 1) for word in vocabulary], dtype=np.int64),
+    }
+    acl_sets = sorted({tuple(row[2] or ()) for row in chunks})
+    arrays["acl"] = _codes([tuple(row[2] or ()) for row in chunks], acl_sets)
+    values = {}
+    for position, name in enumerate(COLUMNS, start=3):
+        column = [row[position] for row in chunks]
+        values[name] = sorted({value for value in column if value is not None})
+        arrays[name] = _codes(column, values[name])
+    manifest = {"chunk_ids": [row[0] for row in chunks], "words": list(vocabulary),
+                "acl_sets": [list(acl) for acl in acl_sets], "values": values}
+    return arrays, manifest
+
+
+def _codes(column: list, values: list) -> np.ndarray:
+    index = {value: code for code, value in enumerate(values)}
+    return np.array([index.get(value, -1) if value is not None else -1 for value in column], dtype=np.int32)
+
+
+@dataclass(eq=False)
+class Mirror:
+    """One version's mirror: `chunk_ids[i]` is chunk i; arrays as `_arrays` writes them."""
+
+    path: Path
+    manifest: dict
+    arrays: dict[str, np.ndarray]
+    chunk_ids: list[str]
+    words: dict[str, int]
+    _masks: dict = field(default_factory=dict)
+    _norms: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def read(cls, path: Path) -> "Mirror":
+        manifest = json.loads((path / "manifest.json").read_text())
+        arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        return cls(path, manifest, arrays, manifest.pop("chunk_ids"),
+                   {word: i for i, word in enumerate(manifest.pop("words"))})
+
+    def matches(self, info) -> bool:
+        m = self.manifest
+        return (m.get("format"), m.get("version"), m.get("table"), m.get("fingerprint"), m.get("rows")) == (
+            FORMAT, info.version, info.table_name, info.fingerprint, info.rows)
+
+    def mask(self, conditions: list[tuple[str, str, object]]) -> np.ndarray | None:
+        """Which chunks pass every (column, test, value) (lectio.retrieval.search._Filters.conditions),
+        NULL failing as in SQL; None when a condition names a column the mirror lacks."""
+        key = repr(conditions)
+        if key not in self._masks:
+            passed = np.ones(len(self.chunk_ids), dtype=bool)
+            for column, test, value in conditions:
+                one = self._acl(value) if (column, test) == ("acl", "&&") else self._test(column, test, value)
+                if one is None:
+                    return None
+                passed &= one
+            with self._lock:  # a service's searches share the mirror
+                if len(self._masks) >= _MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)), None)
+                self._masks[key] = passed
+        return self._masks[key]
+
+    def _acl(self, principals) -> np.ndarray:
+        shared = [code for code, acl in enumerate(self.manifest["acl_sets"]) if set(acl) & set(principals)]
+        return np.isin(self.arrays["acl"], shared)
+
+    def _test(self, column: str, test: str, value) -> np.ndarray | None:
+        if column not in COLUMNS or test not in ("=", "<>", "null-or-="):
+            return None
+        codes, values = self.arrays[column], self.manifest["values"][column]
+        code = values.index(value) if value in values else -2  # -2: no chunk has it
+        if test == "=":
+            return codes == code
+        if test == "<>":
+            return (codes != code) & (codes != -1)
+        return (codes == -1) | (codes == code)
+
+    def scores(self, weights: dict[str, float], k1: float, b: float, n: float, avgdl: float):
+        """(BM25 of every chunk, whether it holds any query word): `weights` maps each query word
+        to its weight. The arithmetic is the SQL scoring's (lectio.retrieval.candidates._SCORED),
+        operation for operation in float64; each chunk's words are summed in the order its tsvector
+        lists them (bytewise). PostgreSQL sums them in whatever order its plan reads them, so a
+        sum may differ in its last bits, and chunks whose scores differ only so may swap places."""
+        total = np.zeros(len(self.chunk_ids))
+        held = np.zeros(len(self.chunk_ids), dtype=bool)
+        norm = self._norm(k1, b, avgdl)
+        offsets, postings, tf_all, ndoc = (self.arrays[name] for name in ("offsets", "postings", "tf", "ndoc"))
+        for word in sorted(weights, key=lambda w: w.encode()):
+            w = self.words.get(word)
+            if w is None:
+                continue
+            rows = postings[offsets[w]:offsets[w + 1]]
+            tf = tf_all[offsets[w]:offsets[w + 1]].astype(np.float64)
+            df = int(ndoc[w])
+            weighted = weights[word] * math.log(1 + (n - df + 0.5) / (df + 0.5))
+            total[rows] += weighted * tf * (k1 + 1) / (tf + norm[rows])
+            held[rows] = True
+        return total, held
+
+    def _norm(self, k1: float, b: float, avgdl: float) -> np.ndarray:
+        key = (k1, b, avgdl)
+        if key not in self._norms:
+            self._norms[key] = k1 * (1 - b + b * self.arrays["length"].astype(np.float64) / avgdl)
+        return self._norms[key]
+
+
+def best(scores: np.ndarray, eligible: np.ndarray, m: int) -> np.ndarray:
+    """The `m` best eligible chunks by (score desc, chunk id asc), as chunk positions."""
+    hit = np.flatnonzero(eligible)
+    if m <= 0:
+        return hit[:0]
+    if len(hit) > m:
+        top = scores[hit]
+        threshold = np.partition(top, len(top) - m)[len(top) - m]
+        hit = hit[top >= threshold]
+    return hit[np.lexsort((hit, -scores[hit]))[:m]]

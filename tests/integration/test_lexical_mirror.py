@@ -1,0 +1,162 @@
+"""The lexical mirror (lectio.index.mirror, lectio.retrieval.lexical): BM25 scored in the search
+process ranks exactly as the SQL scoring of every matching chunk, and what it proposes reaches a
+caller only through row-level security."""
+
+from dataclasses import replace
+
+import numpy as np
+import psycopg
+import pytest
+
+from lectio.index import mirror, revocation, security, store
+from lectio.retrieval import candidates, lexical
+from lectio.retrieval.search import Filters, SearchConfig, _Filters, expansion_words, search
+from lectio.sources import load_sources
+
+# Bob's only note says this; nobody else's chunk comes close.
+BOBS_WORDS = "hospital appointment rehearsing results"
+QUERIES = ["the Lord is my shepherd", "justified by faith we have peace with God", "do not be anxious about anything",
+           "God works all things together for good", BOBS_WORDS]
+
+
+@pytest.fixture()
+def live(main_run, conn, settings):
+    info = store.get_version(conn)
+    return info, mirror.ensure(conn, info, settings.home)
+
+
+def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig()):
+    """BM25 candidates from the mirror `found`, and from SQL scoring every chunk that holds a query
+    word (the reference), both read as `principals`."""
+    filters = _Filters(principals, given, (info.rows, info.avg_doc_lexemes))
+    translation = given.translation or "WEB"
+    where, params = filters.where(translation)
+    extra = expansion_words(query, config) if config.expand_lexical else ""
+    with conn.transaction():
+        security.act_as_reader(conn, principals)
+        mirrored = lexical.candidates(conn, found, info.table_name, query, extra, filters.conditions(translation),
+                                      where, params, config, filters.corpus)
+        exhaustive = candidates.lexical_candidates(conn, info.table_name, query, extra, where, params, config, None)
+    return mirrored, exhaustive
+
+
+def ranked_alike(one, other) -> bool:
+    """The same chunks in the same order, save that chunks whose scores differ by float rounding
+    alone (SQL sums a chunk's words in the order its plan reads them) may stand in either order."""
+    def canonical(ranked):
+        return [(-round(score, 9), chunk_id) for chunk_id, score in ranked]
+    return bool(one) == bool(other) and sorted(canonical(one)) == sorted(canonical(other)) and \
+        [round(score, 9) for _, score in one] == [round(score, 9) for _, score in other]
+
+
+def test_the_mirror_lives_in_the_home_closed_to_others(live, settings):
+    info, found = live
+    assert found is not None and found.path == settings.home / "mirrors" / info.version
+    assert (found.path.parent.stat().st_mode & 0o077) == 0
+    assert len(found.chunk_ids) == info.rows
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("principals, given", [
+    (("public",), Filters()),
+    (("public", "user:alice"), Filters()),
+    (("public", "user:bob"), Filters(kind="notes")),
+    (("public",), Filters(kind="scripture", translation="KJV")),
+    (("public", "group:staff"), Filters(testament="NT")),
+])
+def test_the_mirror_ranks_as_sql_scoring_every_chunk(conn, live, query, principals, given):
+    info, found = live
+    mirrored, exhaustive = lexical_both_ways(conn, info, found, query, principals, given)
+    assert ranked_alike(mirrored, exhaustive)
+    # The same arithmetic in float64; only the order of a sum's terms may differ.
+    assert [score for _, score in mirrored] == pytest.approx([score for _, score in exhaustive], rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+@pytest.mark.parametrize("query", QUERIES[:4])
+def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch, mode, query):
+    principals = ("public", "user:alice")
+    in_sql = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode, lexical_mirror=False))
+    # With the mirror on, BM25 never runs in SQL.
+    monkeypatch.setattr(candidates, "lexical_candidates", None)
+    mirrored = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode))
+    assert mirrored.results
+    assert [(r.chunk_id, r.score) for r in mirrored.results] == [(r.chunk_id, r.score) for r in in_sql.results]
+
+
+def test_a_filter_the_mirror_lacks_is_left_to_sql(live):
+    _, found = live
+    assert found.mask([("granularity", "=", "verse")]) is None
+    assert lexical.candidates(None, found, "t", "q", "", [("granularity", "=", "verse")], None, {}, SearchConfig(),
+                              (1, 1)) is None
+
+
+def bobs_note_first(conn, info, found) -> str:
+    """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
+    weights = dict(conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3}).fetchall())
+    scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
+    first = found.chunk_ids[mirror.best(scores, held, 1)[0]]
+    assert first.startswith("notes-bob")
+    return first
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_private_chunk_the_mirror_ranks_first_reaches_no_one_else(conn, live, mode):
+    info, found = live
+    bobs = bobs_note_first(conn, info, found)
+    assert search(conn, BOBS_WORDS, k=5, principals=("public", "user:bob"),
+                  config=SearchConfig(mode=mode)).results[0].chunk_id == bobs
+    for principals in (("public",), ("public", "user:alice"), ("group:staff",)):
+        results = search(conn, BOBS_WORDS, k=50, principals=principals, config=SearchConfig(mode=mode)).results
+        assert bobs not in {r.chunk_id for r in results}
+
+
+class Unmasked(mirror.Mirror):
+    """A mirror whose ACLs are wrong (stale, or tampered with): it proposes every chunk to everyone."""
+
+    def mask(self, conditions):
+        return np.ones(len(self.chunk_ids), dtype=bool)
+
+
+@pytest.mark.parametrize("wanted", [1, 3, 100])
+def test_row_level_security_drops_what_a_wrong_mirror_proposes_and_deeper_ones_replace_it(conn, live, wanted):
+    info, found = live
+    bobs = bobs_note_first(conn, info, found)
+    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words)
+    config = replace(SearchConfig(), candidates=wanted)
+    mirrored, exhaustive = lexical_both_ways(conn, info, wrong, BOBS_WORDS, ("public", "user:alice"),
+                                             Filters(kind="notes"), config)
+    assert bobs not in {chunk_id for chunk_id, _ in mirrored}
+    # Refilled from further down: the caller's own best, as SQL ranks what the caller may see.
+    assert mirrored and ranked_alike(mirrored, exhaustive)
+
+
+def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
+    info, found = live
+    query = BOBS_WORDS + " propitiation wrath"  # Bob's note and one of Alice's lead
+    weights = dict(conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3}).fetchall())
+    scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
+    assert all(found.chunk_ids[i].startswith("notes-") for i in mirror.best(scores, held, 2))
+    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words)
+    mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),
+                                             replace(SearchConfig(), candidates=1, expand_lexical=False))
+    # The first two reads proposed only private chunks and returned nothing; a deeper one found the best public.
+    assert not mirrored[0][0].startswith("notes-")
+    assert ranked_alike(mirrored, exhaustive)
+
+
+def test_a_revoked_versions_mirror_serves_nothing(conn, live, foreign_sources, fixture_sources):
+    info, found = live
+    allowed = revocation.allowed_acls(load_sources(fixture_sources))
+    allowed.pop("notes-bob")  # as if Bob's notes were taken out of the sources file
+    assert info.version in revocation.judge(conn, allowed).revoked
+    revoked = store.get_version(conn, info.version)
+    assert (found.path / "manifest.json").is_file()  # the files are still there, and still refused
+    assert mirror.ensure(conn, revoked) is None and mirror.load(revoked) is None
+    response = search(conn, BOBS_WORDS, principals=("public", "user:bob"), version=info.version,
+                      config=SearchConfig(mode="lexical"))
+    assert response.results == [] and "revoked" in response.message
+    # A process that loaded the mirror before the revocation gets nothing from it either: the
+    # reader's read of the proposed rows is refused.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        lexical_both_ways(conn, revoked, found, BOBS_WORDS, ("public", "user:bob"))
