@@ -53,7 +53,7 @@ from dagster import (
 
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
-from assets.source_assets import source_observations
+from assets.source_assets import entry_failure, source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.index.database import ensure_database
@@ -195,7 +195,7 @@ def _index_after_batch_sensor(index_job):
         runs = _ingest_runs_since(instance, since)
         if not runs:
             return SkipReason("no ingest run finished since the last index")
-        failed = _failed_partitions(runs)
+        failed = _failed_partitions(instance, runs)
         labels = sorted({_batch_label(r.dagster_run) for r in runs})
         key = "index:" + hashlib.sha256("+".join(sorted(r.dagster_run.run_id for r in runs)).encode()).hexdigest()[:16]
         request = RunRequest(
@@ -254,14 +254,22 @@ def _ingest_runs_since(instance, since: float) -> list:
     return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since]
 
 
-def _failed_partitions(records) -> list[str]:
-    """Sources whose latest run among these did not succeed (a stuck run counts as failed)."""
-    latest: dict[str, tuple[float, bool]] = {}
+def _failed_partitions(instance, records) -> list[str]:
+    """Sources whose latest run among these did not succeed (a stuck run counts as failed), or
+    succeeded without reading anything because the source's entry failed its check."""
+    latest: dict[str, tuple[float, object]] = {}
     for record in records:
         key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
         if key and (key not in latest or latest[key][0] < stamp):
-            latest[key] = (stamp, record.dagster_run.status == DagsterRunStatus.SUCCESS)
-    return sorted(k for k, (_, ok) in latest.items() if not ok)
+            latest[key] = (stamp, record.dagster_run)
+    return sorted(k for k, (_, run) in latest.items() if not _succeeded(instance, run))
+
+
+def _succeeded(instance, run) -> bool:
+    if run.status != DagsterRunStatus.SUCCESS:
+        return False
+    checks = instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+    return entry_failure(entry.dagster_event for entry in checks) is None
 
 
 def _batch_label(run) -> str:

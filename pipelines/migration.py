@@ -62,7 +62,8 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
     def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, database: DatabaseResource,
                          search_index: dict) -> dict:
         """The live index and the candidate scored on the labelled query sets (recall, precision, MRR, nDCG, budget recall),
-        every version side by side with deltas against the live one."""
+        every version side by side with deltas against the live one. Filled by `lectio migrate` (or the jobs
+        migrate_index and gate_candidate), never by `lectio run`: "Never materialized" until the first migration."""
         query_sets = migration.load_query_sets(config.query_sets)
         with database.connect() as conn:
             live = store.live_version(conn)
@@ -97,7 +98,9 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                     "other guarded metrics within tolerance) and passes the blocking quality checks.")])
     def live_index(context: AssetExecutionContext, config: GateConfig, corpus: CorpusResource, database: DatabaseResource,
                    index_evaluation: dict):
-        """Which version users search: the candidate goes live only when the gate passes."""
+        """Which version users search: the candidate goes live only when the gate passes. Filled by `lectio migrate`
+        (or the jobs migrate_index and gate_candidate); `lectio run` switches versions without it, so it stays
+        "Never materialized" until the first migration and `lectio index list` is the record of what is live."""
         evaluation = index_evaluation
         candidate = evaluation.get("candidate")
         with database.connect() as conn:

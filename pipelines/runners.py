@@ -22,7 +22,7 @@ from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
-from assets.source_assets import source_observations
+from assets.source_assets import entry_failure, source_observations
 from pipelines.definitions import build_definitions
 from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG, WRITER_TAG
 from pipelines.home import prepare_dagster_env
@@ -121,13 +121,16 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
         )
         if _interrupted(result):
             raise Interrupted(f"stopped while reading {source_id}")
+        # A bad entry ends the run successfully, having read nothing (assets.source_assets).
+        entry = entry_failure(result.all_events)
+        ok = result.success and entry is None
         outcome = SourceOutcome(
             source_id,
-            result.success,
+            ok,
             time.monotonic() - t0,
             _stage_seconds(instance, result.run_id),
             _facts(result, ["parsed_structure", "chunks", "embeddings"]),
-            None if result.success else _failure_message(result),
+            None if ok else entry or _failure_message(result),
         )
         outcomes.append(outcome)
         echo(_describe(outcome))
@@ -229,7 +232,7 @@ def _facts(result, assets: list[str]) -> dict[str, dict]:
 
 
 def _failure_message(result) -> str:
-    # A blocking check that failed (a bad source entry) says what is wrong in its description;
+    # A blocking check that failed (ACL, headers, ids) says what is wrong in its description;
     # the step's error only says that a check failed.
     for event in result.all_events:
         evaluation = event.event_specific_data if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION else None

@@ -34,6 +34,42 @@ def size_distribution(chunks: pd.DataFrame, longest: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# Token-count bins of the text histogram; the last bound is the model's limit, past which a chunk
+# is embedded in windows.
+HISTOGRAM_BOUNDS = (16, 32, 64, 128, MAX_TEXT_TOKENS)
+
+
+def histogram_markdown(chunks: pd.DataFrame, max_chars: int = 1000) -> str:
+    """Chunk counts per token-count bin, a row per (kind, granularity), as a Markdown table of at
+    most `max_chars` characters (a viewer shows short text inline and longer text behind a link:
+    the Dagster UI's limit is 1,000). With too many groups for that, rows are per kind."""
+    for group in (["kind", "granularity"], ["kind"]):
+        text = _histogram_table(chunks, group)
+        if len(text) < max_chars:
+            return text
+    return text
+
+
+def _histogram_table(chunks: pd.DataFrame, group: list[str]) -> str:
+    edges = [-0.5, *(b + 0.5 for b in HISTOGRAM_BOUNDS), np.inf]  # token counts are whole: ≤16 holds 16
+    labels = [f"≤{b}" for b in HISTOGRAM_BOUNDS] + [f">{HISTOGRAM_BOUNDS[-1]}"]
+    lines = ["|" + " / ".join(group) + "|" + "|".join(labels) + "|", "|-" + "|-:" * len(labels) + "|"]
+    for key, rows in chunks.groupby(group, sort=True):
+        counts = np.histogram(rows["tokens"], bins=edges)[0]
+        name = " / ".join(key) if isinstance(key, tuple) else str(key)
+        lines.append(f"|{name}|" + "|".join(_compact(int(n)) for n in counts) + "|")
+    return "\n".join(lines)
+
+
+def _compact(n: int) -> str:
+    # Three characters or so per cell keeps a table of every group inline.
+    if n < 1000:
+        return str(n)
+    if n < 10_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n // 1000}k"
+
+
 def histogram_png(chunks: pd.DataFrame) -> bytes:
     import matplotlib
 
@@ -41,12 +77,18 @@ def histogram_png(chunks: pd.DataFrame) -> bytes:
     import matplotlib.pyplot as plt
 
     groups = list(chunks.groupby(["kind", "granularity"], sort=True))
+    # One set of bins from 0 past the model limit: a group of one chunk (or of equal sizes) then
+    # gets a bar as wide as any other, where bins fitted to its own range were one token wide.
+    top = max(int(chunks["tokens"].max()) if len(chunks) else 0, MAX_TEXT_TOKENS) + 1
+    bins = np.linspace(0, top, 61)
     fig, axes = plt.subplots(len(groups), 1, figsize=(7, 2.2 * max(len(groups), 1)), squeeze=False)
     for ax, ((kind, granularity), group) in zip(axes[:, 0], groups):
-        ax.hist(group["tokens"], bins=60, color="#4a6fa5")
+        # log=True lets hist start its bars above zero; a log axis set afterwards left bars that
+        # start at zero undrawn, so a group whose bins all held one chunk came out blank.
+        ax.hist(group["tokens"], bins=bins, color="#4a6fa5", log=True)
+        ax.set_ylim(bottom=0.5)
         ax.axvline(MAX_TEXT_TOKENS, color="#b33", linestyle="--", linewidth=1)
         ax.set_title(f"{kind} / {granularity}: {len(group):,} chunks", fontsize=9)
-        ax.set_yscale("log")
         ax.tick_params(labelsize=8)
     axes[-1, 0].set_xlabel("tokens (dashed: model limit)", fontsize=8)
     fig.tight_layout()

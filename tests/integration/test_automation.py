@@ -170,8 +170,8 @@ def test_failed_run_alerts_through_the_sensor(instance, tmp_path, monkeypatch):
     monkeypatch.setenv("LECTIO_ALERT_LOG", str(log_file))
     monkeypatch.setenv("LECTIO_UI_URL", "http://dagster.test")
     sources = _watched_corpus(tmp_path)
-    # A file that cannot be read as text fails raw_texts itself (a missing file is the blocking
-    # source_entry check's, which alerts as a check).
+    # A file that cannot be read as text fails raw_texts itself (a missing file is the
+    # source_entry check's, which alerts as a check and fails no run).
     (tmp_path / "latin1.txt").write_bytes("Caf\xe9 rota\n".encode("latin-1"))
     sources.write_text(sources.read_text() + "  - {id: watch-gone, kind: document, format: text, path: latin1.txt, acl: [public]}\n")
     defs = build_definitions(sources)

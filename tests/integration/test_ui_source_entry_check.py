@@ -1,11 +1,18 @@
-"""A bad source entry is one failed check naming the field: `source_entry`, blocking, evaluated in
-raw_texts' step before anything is read, so no later stage or chunk check runs for that source."""
+"""A bad source entry is one failed check naming the field: `source_entry`, evaluated in
+raw_texts' step before anything is read, so no later stage or chunk check runs for that source,
+and the UI shows those checks as skipped, not failed."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.loader import LoadingContextForTest
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionResolvedStatus
 
+from assets.source_assets import entry_failure
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INGEST_JOB
@@ -43,15 +50,29 @@ def test_a_bad_entry_is_one_failed_check_naming_its_field(instance, tmp_path, en
     sources.write_text(f"sources:\n  - {entry}\n")
     key = entry.split(",")[0].removeprefix("{id: ")
     result = _ingest(sources, instance, key)
-    assert not result.success
     (evaluation,) = _evaluations(result).values()  # no chunk or embedding check ran
     assert evaluation.check_name == "source_entry" and not evaluation.passed
     assert evaluation.metadata["field"].value == field and key in evaluation.description
-    # The one failed step is raw_texts, failed by its blocking check; nothing later ran.
-    failed = [e for e in result.all_events if e.is_step_failure]
-    assert [e.step_key for e in failed] == ["raw_texts"]
-    assert failed[0].step_failure_data.error.cls_name == "DagsterAssetCheckFailedError"
-    assert not [e for e in result.all_events if e.is_step_success]
+    # raw_texts read nothing and yielded nothing: every later step was skipped, none failed.
+    assert not [e for e in result.all_events if e.is_step_failure]
+    assert {e.step_key for e in result.all_events if e.is_step_success} == {"raw_texts"}
+    assert {"parsed_structure", "chunks", "embeddings"} <= {e.step_key for e in result.all_events if e.is_step_skipped}
+    assert key not in instance.get_materialized_partitions(AssetKey("raw_texts"))
+    # What the UI shows for each check of this partition, as Dagster resolves it: the entry check
+    # failed, the chunk checks skipped (in a failed run they would all read "Failed").
+    assert _shown(instance, AssetCheckKey(AssetKey("raw_texts"), "source_entry"), key, result.run_id) == "FAILED"
+    for name in ("permission_tags", "header_presence", "unique_chunk_ids", "chunk_sizes", "verse_coverage"):
+        assert _shown(instance, AssetCheckKey(AssetKey("chunks"), name), key, result.run_id) == "SKIPPED", name
+    # … and the source counts as failed wherever runs are read.
+    assert entry_failure(result.all_events) == evaluation.description
+
+
+def _shown(instance, check_key, partition, run_id) -> str:
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(
+        check_key, limit=1, partition_filter=PartitionKeyFilter(key=partition))
+    assert record.run_id == run_id
+    status = asyncio.run(record.resolve_status(LoadingContextForTest(instance)))
+    return AssetCheckExecutionResolvedStatus(status).value
 
 
 def test_a_good_entry_passes_and_the_chunk_checks_run(instance, tmp_path):

@@ -1,0 +1,117 @@
+"""What the Dagster UI shows of lectio's definitions: a description on every asset and check, the
+size distribution as a table with an inline histogram, the nightly schedule's partitions, and
+chunk checks that can be executed on their own."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from dagster import (
+    AssetCheckKey,
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    TableMetadataValue,
+    build_schedule_context,
+)
+
+from pipelines.definitions import build_definitions
+from pipelines.home import prepare_dagster_env
+from pipelines.jobs import INGEST_JOB
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# The Dagster UI shows Markdown metadata inline below this many characters, behind a link above.
+UI_INLINE_MARKDOWN = 1000
+BAR_COLOUR = np.array([0x4A, 0x6F, 0xA5]) / 255  # lectio.quality.distribution.histogram_png's bars
+
+
+@pytest.fixture()
+def instance(settings, database):
+    prepare_dagster_env(settings, database)
+    return DagsterInstance.get()
+
+
+def test_every_asset_and_check_says_what_it_is(settings):
+    graph = build_definitions(settings.sources_file).resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        assert (graph.get(key).description or "").strip(), f"{key.to_user_string()} has no description"
+    for key in graph.asset_check_keys:
+        assert (graph.get_check_spec(key).description or "").strip(), f"{key} has no description"
+    # A fresh home shows the migration assets as never materialized: their descriptions say why.
+    for name in ("index_evaluation", "live_index"):
+        assert "`lectio migrate`" in graph.get(AssetKey(name)).description
+
+
+def test_the_nightly_schedule_names_each_runs_partition(settings, instance):
+    """The schedule preview lists one request per source; each carries its partition as the
+    dagster/partition tag the preview shows, and its run key names the source."""
+    defs = build_definitions(settings.sources_file)
+    night = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)
+    context = build_schedule_context(instance=instance, scheduled_execution_time=night,
+                                     repository_def=defs.get_repository_def())
+    requests = defs.resolve_schedule_def("nightly_reembed").evaluate_tick(context).run_requests
+    partitions = defs.resolve_job_def(INGEST_JOB).partitions_def.get_partition_keys()
+    assert sorted(r.partition_key for r in requests) == sorted(partitions)
+    for request in requests:
+        assert request.tags["dagster/partition"] == request.partition_key
+        assert request.run_key.endswith(f":{request.partition_key}")
+
+
+def _one_chunk_source(tmp_path):
+    (tmp_path / "rota.txt").write_text("Rota\n\nTuesday: the hall is swept after choir.\n")
+    sources = tmp_path / "sources.yaml"
+    sources.write_text("sources:\n  - {id: ui-rota, kind: document, format: text, path: rota.txt, acl: [public]}\n")
+    return sources
+
+
+def test_the_size_distribution_is_a_table_with_an_inline_histogram(instance, tmp_path):
+    """One source of one chunk, ingested and then its distribution materialized alone, as the UI's
+    Materialize on chunk_size_distribution does."""
+    defs = build_definitions(_one_chunk_source(tmp_path))
+    assert defs.resolve_job_def(INGEST_JOB).execute_in_process(
+        run_config=QUIET, instance=instance, partition_key="ui-rota").success
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={AssetKey("chunk_size_distribution")})
+    result = job.execute_in_process(run_config=QUIET, instance=instance)
+    metadata = result.asset_materializations_for_node("chunk_size_distribution")[0].metadata
+
+    table = metadata["distribution"]
+    assert isinstance(table, TableMetadataValue)
+    assert [c.name for c in table.schema.columns][:4] == ["kind", "granularity", "ruleset", "count"]
+    (row,) = table.records
+    assert row.data["kind"] == "document" and row.data["count"] == 1 and isinstance(row.data["p50"], int)
+
+    histogram = metadata["histogram"].value
+    assert len(histogram) < UI_INLINE_MARKDOWN
+    assert histogram.splitlines()[0].startswith("|kind / granularity|≤16|")
+    assert sum(int(cell) for cell in histogram.splitlines()[2].strip("|").split("|")[1:]) == 1
+
+    # The image of a single chunk has its bar (it came out blank before).
+    import base64
+
+    import matplotlib.image
+
+    png = base64.b64decode(metadata["histogram_image"].value.split("base64,", 1)[1].rstrip(")"))
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3]
+    bar = np.all(np.abs(pixels - BAR_COLOUR) < 0.02, axis=-1)
+    assert bar.sum() > 50
+
+
+def test_a_chunk_check_runs_on_its_own(instance, tmp_path):
+    """Each chunk check is its own execution set (the UI's Execute on a check page), and a run of
+    one check for one source evaluates that check alone, over the stored chunks."""
+    defs = build_definitions(_one_chunk_source(tmp_path))
+    graph = defs.resolve_asset_graph()
+    key = AssetCheckKey(AssetKey("chunks"), "header_presence")
+    assert graph.get_execution_set_asset_and_check_keys(key) == {key}
+    assert defs.resolve_job_def(INGEST_JOB).execute_in_process(
+        run_config=QUIET, instance=instance, partition_key="ui-rota").success
+
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(), asset_check_selection={key})
+    result = job.execute_in_process(run_config=QUIET, instance=instance, partition_key="ui-rota")
+    assert result.success
+    evaluations = [e.event_specific_data for e in result.all_events if e.event_type == DagsterEventType.ASSET_CHECK_EVALUATION]
+    assert [(e.check_name, e.passed, e.partition) for e in evaluations] == [("header_presence", True, "ui-rota")]
+    assert not [e for e in result.all_events if e.event_type == DagsterEventType.ASSET_MATERIALIZATION]
