@@ -90,7 +90,9 @@ def _batch_tags(batch: str, size: int) -> dict[str, str]:
 # ---------------------------------------------------------------- schedules
 
 
-def build_schedules(jobs: dict) -> list:
+def build_schedules(jobs: dict, sources: list[str]) -> list:
+    # The schedule's preview lists each request by its job alone ("ingest_source", once per
+    # source); the partition is only in each request's tags. The description names them.
 
     @schedule(
         name="nightly_reembed",
@@ -98,8 +100,8 @@ def build_schedules(jobs: dict) -> list:
         execution_timezone="UTC",
         job=jobs[INGEST_JOB],
         default_status=DefaultScheduleStatus.STOPPED,
-        description="Every source through ingest (only missing or stale embeddings are computed); "
-        "index_after_batch then builds the index.",
+        description=f"One ingest_source run per source, each its partition ({', '.join(sources)}); only "
+        "missing or stale embeddings are computed, and index_after_batch then builds the index.",
     )
     def nightly_reembed(context: ScheduleEvaluationContext):
         keys = _source_partitions(context)

@@ -67,7 +67,7 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
         assets=[*source_assets, *index_assets, *migration_assets],
         asset_checks=build_asset_checks(partitions),
         jobs=list(jobs.values()),
-        schedules=build_schedules(jobs),
+        schedules=build_schedules(jobs, partitions.get_partition_keys()),
         sensors=build_sensors(jobs),
         resources={
             **lectio_resources(settings, sources_file),

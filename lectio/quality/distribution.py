@@ -75,6 +75,7 @@ def histogram_png(chunks: pd.DataFrame) -> bytes:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     groups = list(chunks.groupby(["kind", "granularity"], sort=True))
     # One set of bins from 0 past the model limit: a group of one chunk (or of equal sizes) then
@@ -86,7 +87,11 @@ def histogram_png(chunks: pd.DataFrame) -> bytes:
         # log=True lets hist start its bars above zero; a log axis set afterwards left bars that
         # start at zero undrawn, so a group whose bins all held one chunk came out blank.
         ax.hist(group["tokens"], bins=bins, color="#4a6fa5", log=True)
-        ax.set_ylim(bottom=0.5)
+        ax.set_ylim(bottom=0.7)
+        # Counts as plain numbers at 1, 2, 5, 10, …, not 10⁰ with minor ticks labelled 6×10⁻¹.
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.axvline(MAX_TEXT_TOKENS, color="#b33", linestyle="--", linewidth=1)
         ax.set_title(f"{kind} / {granularity}: {len(group):,} chunks", fontsize=9)
         ax.tick_params(labelsize=8)
