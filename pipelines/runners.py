@@ -6,6 +6,7 @@ is told which sources failed, so it never replaces a live index with a partial o
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -26,6 +27,13 @@ from assets.source_assets import entry_failure, source_observations
 from pipelines.definitions import build_definitions
 from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG, WRITER_TAG
 from pipelines.home import prepare_dagster_env
+
+# After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python
+# logger that each blocking chunk check "emitted no result" (its step was skipped too) and that
+# `embeddings` "will proceed" (it does not: it is skipped). The run's report names the entry's
+# problem; these lines would only contradict it on the console.
+logging.getLogger("dagster._core.execution.plan.active").addFilter(
+    lambda record: "emitted no result" not in record.getMessage())
 
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its
 # own summary instead, and the full story stays in the run's logs in the Dagster UI.
