@@ -40,6 +40,7 @@ from dagster import (
     DefaultSensorStatus,
     EventRecordsFilter,
     RunFailureSensorContext,
+    RunConfig,
     RunRequest,
     RunsFilter,
     ScheduleEvaluationContext,
@@ -53,6 +54,7 @@ from dagster import (
 
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
+from assets.index import IndexConfig
 from assets.source_assets import entry_failure, source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
@@ -202,7 +204,7 @@ def _index_after_batch_sensor(index_job):
         key = "index:" + hashlib.sha256("+".join(sorted(r.dagster_run.run_id for r in runs)).encode()).hexdigest()[:16]
         request = RunRequest(
             run_key=key,
-            run_config={"ops": {"search_index": {"config": {"failed_sources": failed, "switch_live": True}}}},
+            run_config=RunConfig(ops={"search_index": IndexConfig(failed_sources=failed, switch_live=True)}),
             tags={STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))},
         )
         through = max(r.update_timestamp.timestamp() for r in runs)

@@ -11,9 +11,6 @@ INGEST_ASSETS = ("raw_texts", "parsed_structure", "chunks", "embeddings")
 BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
 BATCH_SIZE_TAG = "lectio/batch_size"
 STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those to one at a time)
-# On runs started by a process that already holds the database's writer lock (`lectio run`,
-# `lectio migrate`); any other index build takes the lock itself.
-WRITER_TAG = "lectio/writer"
 # On an ingest run `lectio run` launched: the fingerprint of what the source's outputs are made
 # from, so the next run can tell that nothing changed and reuse them.
 INPUTS_TAG = "lectio/inputs"

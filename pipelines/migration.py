@@ -26,10 +26,12 @@ from dagster import (
     MetadataValue,
     Output,
     PartitionsDefinition,
+    RunConfig,
     asset,
     define_asset_job,
 )
 
+from assets.index import IndexConfig
 from lectio.evaluation import gate as migration
 from lectio.index import retention, store
 from lectio.evaluation.metrics import METRICS
@@ -152,7 +154,7 @@ def build_migration_jobs(assets: list) -> list:
         define_asset_job(
             MIGRATE_JOB,
             selection=AssetSelection.assets("search_index", *keys),
-            config={"ops": {"search_index": {"config": {"switch_live": False}}}},
+            config=RunConfig(ops={"search_index": IndexConfig(switch_live=False)}),
             description="Build the index from the chunks of every source as a candidate beside the live one, "
                         "score both, and switch only if the candidate is no worse (run after re-ingesting "
                         "sources with new rules).",

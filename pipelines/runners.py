@@ -14,7 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    RunConfig,
+    RunsFilter,
+)
 
 from lectio.evaluation import gate as migration
 from lectio.index import retention, store
@@ -23,9 +31,11 @@ from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
+from assets.index import IndexConfig
 from assets.source_assets import entry_failure, source_observations
 from pipelines.definitions import build_definitions
-from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG, WRITER_TAG
+from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG
+from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
 
 # After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python
@@ -37,7 +47,12 @@ logging.getLogger("dagster._core.execution.plan.active").addFilter(
 
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its
 # own summary instead, and the full story stays in the run's logs in the Dagster UI.
-_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+_QUIET_LOGGERS = {"console": {"config": {"log_level": "CRITICAL"}}}
+
+
+def _run_config(**ops) -> RunConfig:
+    """A run's config: each op's typed Config (assets.index, pipelines.migration), quiet console."""
+    return RunConfig(ops=ops, loggers=_QUIET_LOGGERS)
 
 
 class Interrupted(Exception):
@@ -124,7 +139,7 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
             continue
         echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
         result = ingest.execute_in_process(
-            run_config=_QUIET, instance=instance, partition_key=source_id, raise_on_error=False,
+            run_config=_run_config(), instance=instance, partition_key=source_id, raise_on_error=False,
             tags={INPUTS_TAG: inputs} if inputs else None,
         )
         if _interrupted(result):
@@ -146,10 +161,11 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     failed = [o.source_id for o in outcomes if not o.ok]
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
-    index_config = {"failed_sources": failed, "switch_live": switch_live, "expected_chunks": expected}
+    # This process holds the writer lock for the whole run (run_main), so the build must not take it.
+    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
+                               writer_lock_held=True)
     result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-        run_config={**_QUIET, "ops": {"search_index": {"config": index_config}}},
-        tags={WRITER_TAG: "held"},
+        run_config=_run_config(search_index=index_config),
         instance=instance,
         raise_on_error=False,
     )
@@ -347,10 +363,10 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
     echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
     defs = build_definitions(settings.sources_file)
     result = defs.resolve_job_def(GATE_JOB).execute_in_process(
-        run_config={**_QUIET, "ops": {
-            "index_evaluation": {"config": {"query_sets": paths, "k": k, "mode": mode, "candidate": candidate}},
-            "live_index": {"config": {"tolerances": tolerances, "keep": keep}},
-        }},
+        run_config=_run_config(
+            index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
+            live_index=GateConfig(tolerances=tolerances, keep=keep),
+        ),
         instance=DagsterInstance.get(),
         raise_on_error=False,
     )

@@ -23,6 +23,7 @@ from dagster import (
 )
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
+from assets.index import IndexConfig
 from pipelines.automation import index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.jobs import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
@@ -93,7 +94,8 @@ def test_nightly_run_with_nothing_changed_embeds_nothing(main_run, settings, ins
     (request,) = tick.run_requests
     assert request.tags["lectio/after_batches"] == "nightly-2026-11-30"
     config = request.run_config["ops"]["search_index"]["config"]
-    assert config == {"failed_sources": [], "switch_live": True}
+    # No failed source, switched live, and the lock taken by the build itself (not lectio run's).
+    assert IndexConfig(**config) == IndexConfig(failed_sources=[], switch_live=True, writer_lock_held=False)
     index = defs.resolve_job_def(INDEX_JOB).execute_in_process(
         run_config={**QUIET, **request.run_config}, instance=instance, tags=request.tags
     )
@@ -250,7 +252,7 @@ def test_an_untagged_run_is_indexed_once_no_ingest_is_in_progress(instance, tmp_
     instance.report_run_failed(instance.get_run_by_id(running.run_id))
     tick = _sensor_tick(defs, "index_after_batch", instance, since)
     (request,) = tick.run_requests
-    assert request.run_config["ops"]["search_index"]["config"] == {"failed_sources": ["watch-guide"], "switch_live": True}
+    assert IndexConfig(**request.run_config["ops"]["search_index"]["config"]) == IndexConfig(failed_sources=["watch-guide"])
     assert request.tags["lectio/after_runs"] == "2"
     assert set(request.tags["lectio/after_batches"].split(",")) == {f"run-{running.run_id[:8]}", f"run-{ui_run.run_id[:8]}"}
     # Indexed once: the next tick, from the cursor this one left, asks for nothing.
@@ -295,3 +297,22 @@ def test_an_alert_tick_says_what_it_alerted_on():
                   asset="chunks", check="chunk_count", partition="notes-alice")
     assert _alert_summary([alert]) == "1 alert: chunk_count on notes-alice"
     assert _alert_summary([]) == "no alert"
+
+
+def test_an_index_build_launched_from_the_ui_takes_the_writer_lock(main_run, settings, instance, database):
+    """A build_index run as the UI, a sensor or the CLI launches it (writer_lock_held left off)
+    is refused while another writer holds the database; only lectio run and lectio migrate, which
+    hold the lock themselves, say so in the config."""
+    from lectio.index import store
+
+    job = build_definitions(settings.sources_file).resolve_job_def(INDEX_JOB)
+    assert not IndexConfig().writer_lock_held
+    with database.connect() as writing, store.writer_lock(writing, "a test's run"):
+        busy = job.execute_in_process(run_config=QUIET, instance=instance, raise_on_error=False)
+    assert not busy.success
+    (failure,) = [e for e in busy.all_events if e.is_step_failure]
+    error = failure.step_failure_data.error
+    while error.cause is not None:
+        error = error.cause
+    assert failure.step_key == "search_index" and error.cls_name == "WriterBusy"
+    assert "this index build was not started" in error.message
