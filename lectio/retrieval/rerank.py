@@ -8,6 +8,9 @@ import json
 import numpy as np
 from psycopg import sql
 
+from lectio.retrieval.expansion import query_words
+from lectio.retrieval.shape import content_words
+
 # The columns a result row carries, in the order every reader of rows expects; the last, the part
 # of `text` a result returns (lectio.rulesets.chunk.Chunk), is read from the metadata.
 COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title",
@@ -24,6 +27,25 @@ def rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
     ).fetchall()
     by_id = {row[0]: row for row in rows}
     return [by_id[i] for i in ids if i in by_id]
+
+
+def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
+                   depth: int) -> list[tuple[tuple, float]]:
+    """The first `depth` hits ordered again by score * (1 + weight * share²), where share is how
+    many of the query's content words the hit's own text holds. Fusion sees each retriever's
+    verdict, not the words: a verse that holds nearly all of a quoted line can sit behind a
+    passage each retriever put a little lower. Squared, so a partial overlap counts for little."""
+    wanted = set(content_words(query))
+    if not wanted or weight <= 0:
+        return hits
+    head = [(row, score * (1 + weight * _share(row, wanted) ** 2)) for row, score in hits[:depth]]
+    return sorted(head, key=lambda hit: -hit[1]) + hits[depth:]
+
+
+def _share(row: tuple, wanted: set[str]) -> float:
+    text, span = row[COLUMNS.index("text")], row[COLUMNS.index("answer_span")]
+    own = text[span[0]:span[1]] if span else text
+    return len(wanted & set(query_words(own))) / len(wanted)
 
 
 def mmr(conn, table_name, hits: list[tuple[tuple, float]], k: int, lam: float) -> list[tuple[tuple, float]]:

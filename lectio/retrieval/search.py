@@ -369,6 +369,8 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
     pool = ranked[: k * 4 if reranked else k]
     scores = dict(pool)
     hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
+    if config.query_share_weight and config.mode == "hybrid":
+        hits = rerank.by_query_share(hits, query, config.query_share_weight, config.query_share_depth)
     if config.collapse_covered:
         hits = rerank.collapse_covered(hits, config.min_new_share)
     if config.per_source is not None and config.mode == "hybrid" and filters.given.kind is None:
