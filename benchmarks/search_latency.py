@@ -31,6 +31,7 @@ and 8 clients, throughput and p95 per level.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
@@ -86,6 +87,8 @@ def main() -> None:
     parser.add_argument("--index", help="index version (default: the live one)")
     parser.add_argument("--part", choices=("dev", "test", "all"), default="all", help="which part of the query set")
     parser.add_argument("--depth", type=int, default=SearchConfig().lexical_depth, help="postings read per query word")
+    parser.add_argument("--compare-ef", type=lambda v: [int(x) for x in v.split(",") if x], default=[400],
+                        help="also time the HNSW stage at these ef_search values (default 400)")
     parser.add_argument("--rescored", type=int, default=SearchConfig().lexical_rescored, help="chunks scored in full")
     args = parser.parse_args()
 
@@ -139,7 +142,7 @@ def main() -> None:
             wide_exact, _ = top_ids(conn, version.table_name, vector, candidates, True, args.ef)
             candidate_recalls.append(len(set(wide_approx) & set(wide_exact)) / len(wide_exact))
         bm25 = bm25_three_ways(conn, version, mirrored, queries, config)
-        breakdown = stages(conn, version, mirrored, queries, embedder, config)
+        breakdown = stages(conn, version, mirrored, queries, embedder, config, args.compare_ef)
     ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
     print(json.dumps({
         "index_version": version.version,
@@ -233,7 +236,8 @@ def _ranked_alike(one: list[tuple[str, float]], other: list[tuple[str, float]]) 
     return above[0] == above[1]
 
 
-def stages(conn, version, mirrored, queries: list[str], embedder, config: SearchConfig) -> dict:
+def stages(conn, version, mirrored, queries: list[str], embedder, config: SearchConfig,
+           compare_ef: list[int] = ()) -> dict:
     """Each stage of a hybrid search timed alone for every query (public's view, default filters),
     p50/p95 in ms: what each costs, and so which one sets the floor."""
     filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
@@ -259,6 +263,9 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
             titles = timed("titles", lambda: retrievers.title_candidates(conn, table, query, where, params, config,
                                                                          version.layout))
             near = timed("hnsw", lambda: retrievers.vector_candidates(conn, table, vector, where, params, config))
+            for ef in compare_ef:  # the same step at another ef_search, for the ratio in the same run
+                timed(f"hnsw_ef{ef}", lambda: retrievers.vector_candidates(
+                    conn, table, vector, where, params, dataclasses.replace(config, ef_search=ef)))
             fused = timed("fusion", lambda: retrievers.weigh_prominence(
                 conn, table, retrievers.fuse([(1.0, near), (1.0, words or []), (1.0, titles)], config.rrf_k),
                 config.prominence_weight, version.layout))

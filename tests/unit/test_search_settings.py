@@ -6,9 +6,9 @@ from lectio.retrieval.config import SearchConfig, configured
 
 
 def test_each_value_is_read_as_its_fields_type():
-    config = configured(["ef_search=200", "expansion_weight=0.5", "expand_vector=true", "per_source=none",
+    config = configured(["ef_search=300", "expansion_weight=0.5", "expand_vector=true", "per_source=none",
                          "topic_rows=verses+other"], mode="vector")
-    assert config == SearchConfig(mode="vector", ef_search=200, expansion_weight=0.5, expand_vector=True,
+    assert config == SearchConfig(mode="vector", ef_search=300, expansion_weight=0.5, expand_vector=True,
                                   per_source=None, topic_rows="verses+other")
     assert configured([]) == SearchConfig()
 
