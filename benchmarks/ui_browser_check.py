@@ -169,7 +169,7 @@ def _pages(browser: "Browser", base: str, out: Path, check: "Checks") -> None:
     # source (by job alone: Dagster's table has no partition column) and each request's tags hold
     # its partition.
     sources = len(check.sources)
-    text = page.open(f"{base}/locations/pipelines.definitions%3Adefs/schedules/nightly_reembed",
+    text = page.open(f"{base}/locations/lectio/schedules/nightly_reembed",
                      until=["Preview tick result", "Description"])
     check.that("schedule description names the sources", all(s in text for s in check.sources), _after(text, "Description")[:200])
     page.click_text("Preview tick result")

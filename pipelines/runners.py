@@ -23,11 +23,14 @@ from dagster import (
     RunConfig,
     RunsFilter,
 )
+from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
+from dagster._core.workspace.load import location_origins_from_yaml_paths
 
 from lectio.evaluation import gate as migration
 from lectio.index import retention, store
 from lectio.index.database import ensure_database
-from lectio.settings import Settings
+from lectio.settings import PROJECT_ROOT, Settings
 from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
@@ -50,6 +53,26 @@ logging.getLogger("dagster._core.execution.plan.active").addFilter(
 _QUIET_LOGGERS = {"console": {"config": {"log_level": "CRITICAL"}}}
 
 
+def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str] | None = None, **kwargs):
+    """Execute one of the code location's jobs in this process, as a run the UI files under
+    its job. The job page lists a job's runs by the hidden repository label tag, and the Overview
+    timeline places a run by its code-location origin; an in-process run has neither. The tag
+    goes on at creation (the page lists the run while it runs); execute_in_process takes no
+    origin, so it is recorded once the run has ended, as `dagster run migrate-repository` does."""
+    origin = ui_origin(defs, job_name)
+    result = defs.resolve_job_def(job_name).execute_in_process(
+        instance=instance, raise_on_error=False,
+        tags={**(tags or {}), REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()}, **kwargs)
+    instance.run_storage.replace_job_origin(instance.get_run_by_id(result.run_id), origin)
+    return result
+
+
+def ui_origin(defs, job_name: str) -> RemoteJobOrigin:
+    """The job as the UI knows it: in the code location that workspace.yaml (`lectio dev`) names."""
+    (location,) = location_origins_from_yaml_paths([str(PROJECT_ROOT / "workspace.yaml")])
+    return RemoteJobOrigin(RemoteRepositoryOrigin(location, defs.get_repository_def().name), job_name)
+
+
 def _run_config(**ops) -> RunConfig:
     """A run's config: each op's typed Config (assets.index, pipelines.migration), quiet console."""
     return RunConfig(ops=ops, loggers=_QUIET_LOGGERS)
@@ -68,6 +91,7 @@ class SourceOutcome:
     stages: dict[str, float] = field(default_factory=dict)  # asset → seconds
     facts: dict[str, object] = field(default_factory=dict)  # metadata worth printing
     error: str | None = None
+    run_id: str | None = None  # the run that made its outputs (an earlier one when reused)
 
 
 @dataclass
@@ -116,7 +140,6 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
     instance = DagsterInstance.get()
-    ingest = defs.resolve_job_def(INGEST_JOB)
     ids = source_ids(settings.sources_file)
 
     outcomes = []
@@ -138,10 +161,8 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
             echo(f"[{position}/{len(ids)}] {source_id}: unchanged since its last run, its chunks and embeddings reused")
             continue
         echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
-        result = ingest.execute_in_process(
-            run_config=_run_config(), instance=instance, partition_key=source_id, raise_on_error=False,
-            tags={INPUTS_TAG: inputs} if inputs else None,
-        )
+        result = _execute(defs, INGEST_JOB, instance, run_config=_run_config(), partition_key=source_id,
+                          tags={INPUTS_TAG: inputs} if inputs else None)
         if _interrupted(result):
             raise Interrupted(f"stopped while reading {source_id}")
         # A bad entry ends the run successfully, having read nothing (assets.source_assets).
@@ -154,6 +175,7 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
             _stage_seconds(instance, result.run_id),
             _facts(result, ["parsed_structure", "chunks", "embeddings"]),
             None if ok else entry or _failure_message(result),
+            result.run_id,
         )
         outcomes.append(outcome)
         echo(_describe(outcome))
@@ -164,14 +186,10 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     # This process holds the writer lock for the whole run (run_main), so the build must not take it.
     index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
                                writer_lock_held=True)
-    result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-        run_config=_run_config(search_index=index_config),
-        instance=instance,
-        raise_on_error=False,
-    )
+    result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
     if _interrupted(result):
         raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
-    index = {"ok": result.success, **_facts(result, ["search_index"]).get("search_index", {})}
+    index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
     if not result.success:
         index["error"] = _failure_message(result)
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
@@ -201,7 +219,7 @@ def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) ->
         facts[name] = {k: v.value for k, v in metadata.items() if isinstance(v.value, (int, float, str, bool))}
     facts["embeddings"] = {**facts["embeddings"], "embedded": 0, "embed_seconds": 0.0,
                            "reused_from_cache": facts["embeddings"].get("chunks", 0)}
-    return SourceOutcome(source_id, True, 0.0, {}, facts, None)
+    return SourceOutcome(source_id, True, 0.0, {}, facts, None, run_id)
 
 
 @contextmanager
@@ -362,14 +380,10 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
 
     echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
     defs = build_definitions(settings.sources_file)
-    result = defs.resolve_job_def(GATE_JOB).execute_in_process(
-        run_config=_run_config(
-            index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
-            live_index=GateConfig(tolerances=tolerances, keep=keep),
-        ),
-        instance=DagsterInstance.get(),
-        raise_on_error=False,
-    )
+    result = _execute(defs, GATE_JOB, DagsterInstance.get(), run_config=_run_config(
+        index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
+        live_index=GateConfig(tolerances=tolerances, keep=keep),
+    ))
     if not result.success:
         return done(False, f"the gate failed: {_failure_message(result)}")
     gate = result.output_for_node("live_index")

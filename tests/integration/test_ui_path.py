@@ -1,0 +1,155 @@
+"""The UI path end to end, against the code location as the UI loads it (workspace.yaml, as
+`lectio dev` does, in its own gRPC server):
+
+- a partition launched through the instance, not in process: the UI's own GraphQL mutation
+  submits the run to the run queue, one iteration of the daemon's queue loop dequeues it, and the
+  DefaultRunLauncher starts its worker in another process; the index then follows it untagged;
+- `lectio run`'s in-process runs found by the query the job page's Runs tab sends."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.load_target import WorkspaceFileTarget
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
+from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
+from dagster_graphql.test.utils import execute_dagster_graphql
+
+from lectio.index import store
+from pipelines.automation import index_cursor
+from pipelines.definitions import build_definitions
+from pipelines.home import prepare_dagster_env
+from pipelines.jobs import INDEX_JOB, INGEST_JOB
+from pipelines.runners import run_main
+
+PROJECT = Path(__file__).resolve().parents[2]
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# Loading the code location imports torch and the model code; a loaded 2-core machine took 100 s.
+DEADLINE_S = 600
+
+
+def _workspace(instance, sources: Path) -> WorkspaceProcessContext:
+    """The code location of workspace.yaml in its own gRPC server, loaded with `sources` (the
+    server, and each run worker it starts, inherit the environment as it is at this moment)."""
+    saved = os.environ["LECTIO_SOURCES"]
+    os.environ["LECTIO_SOURCES"] = str(sources)
+    try:
+        return WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(PROJECT / "workspace.yaml")]))
+    finally:
+        os.environ["LECTIO_SOURCES"] = saved
+
+
+@pytest.fixture(scope="module")
+def ui(settings, database, tmp_path_factory):
+    """One code location for the module (loading it is most of each test's time), with two small
+    sources of a file of its own: `ui-rota` for the launch, `ui-notice` for lectio run."""
+    prepare_dagster_env(settings, database)
+    instance = DagsterInstance.get()
+    folder = tmp_path_factory.mktemp("ui-path")
+    stamp = time.time_ns()  # new text, so the index built from it is a new version
+    (folder / "rota.txt").write_text(f"Volunteer rota {stamp}\n\nSunday: tea and coffee after the service.\n")
+    (folder / "notice.txt").write_text(f"Notice {stamp}\n\nThe hall is closed on Monday.\n")
+    sources = folder / "sources.yaml"
+    sources.write_text("sources:\n"
+                       "  - {id: ui-rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
+                       "  - {id: ui-notice, kind: document, format: text, path: notice.txt, acl: [public]}\n")
+    with _workspace(instance, sources) as workspace:
+        yield instance, workspace, sources
+
+
+def _launch_from_ui(workspace: WorkspaceProcessContext, job: str, partition: str) -> str:
+    """What the UI's Materialize button sends: launchPipelineExecution with the partition's tag."""
+    context = workspace.create_request_context()
+    (location,) = context.code_location_names
+    (repository,) = context.get_code_location(location).get_repositories()
+    result = execute_dagster_graphql(context, LAUNCH_PIPELINE_EXECUTION_MUTATION, {"executionParams": {
+        "selector": {"repositoryLocationName": location, "repositoryName": repository, "jobName": job},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+    }})
+    launched = result.data["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def _wait_until_finished(instance, workspace, run_id: str):
+    """Dequeue the run as the daemon does (dagster.yaml's queue limits apply), then poll it."""
+    daemon = QueuedRunCoordinatorDaemon(interval_seconds=1)
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        run = instance.get_run_by_id(run_id)
+        if run.is_finished:
+            return run
+        if run.status == DagsterRunStatus.QUEUED:
+            list(daemon.run_iteration(workspace))
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} still {instance.get_run_by_id(run_id).status.value} after {DEADLINE_S} s")
+
+
+def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, foreign_sources):
+    instance, workspace, sources = ui
+    since = index_cursor(time.time())
+    with database.connect() as conn:
+        store.ensure_schema(conn)
+        live_before = store.live_version(conn)
+
+    # Both sources, so the index has every source and may go live; the queue runs two at a time.
+    run_ids = [_launch_from_ui(workspace, INGEST_JOB, key) for key in ("ui-rota", "ui-notice")]
+    for run_id in run_ids:
+        run = _wait_until_finished(instance, workspace, run_id)
+        assert run.status == DagsterRunStatus.SUCCESS
+        # Launched, not executed here: its origin is the code location and its steps ran elsewhere.
+        assert run.remote_job_origin is not None and not run.tags.get("lectio/batch")
+        pids = {e.dagster_event.pid for e in instance.all_logs(run_id) if e.is_dagster_event}
+        assert pids and os.getpid() not in pids
+
+    # The sensor, with no batch tag on the run, asks for the index with nothing failed.
+    defs = build_definitions(sources)
+    sensor = defs.resolve_sensor_def("index_after_batch")
+    tick = sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=since, definitions=defs,
+                                                     resources=defs.resources))
+    (request,) = tick.run_requests
+    assert set(request.tags["lectio/after_batches"].split(",")) == {f"run-{run_id[:8]}" for run_id in run_ids}
+    assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == []
+
+    index = defs.resolve_job_def(INDEX_JOB).execute_in_process(
+        run_config={**QUIET, **request.run_config}, instance=instance, tags=request.tags)
+    built = index.asset_materializations_for_node("search_index")[0].metadata
+    assert built["sources"].value == "ui-notice, ui-rota" and not built["reused_existing_version"].value
+    with database.connect() as conn:
+        live = store.live_version(conn)
+    assert live == built["version"].value and live != live_before
+
+
+# The Runs tab of a job page (PipelineRunsFeedRoot in the UI) filters by the job's name and the
+# hidden repository label tag; the Overview timeline places a run by its repositoryOrigin.
+JOB_PAGE_RUNS = """
+query JobPageRuns($filter: RunsFilter!) {
+  runsOrError(filter: $filter) {
+    ... on Runs { results { runId repositoryOrigin { repositoryLocationName repositoryName } } }
+  }
+}"""
+
+
+def test_lectio_runs_runs_are_on_their_job_pages(ui, settings, monkeypatch, foreign_sources):
+    instance, workspace, sources = ui
+    monkeypatch.setenv("LECTIO_SOURCES", os.environ["LECTIO_SOURCES"])  # run_main points it at `sources`
+    report = run_main(dataclasses.replace(settings, sources_file=sources), echo=lambda _: None)
+    assert not report.failed and report.index["ok"]
+
+    context = workspace.create_request_context()
+    (location,) = context.code_location_names
+    (repository,) = context.get_code_location(location).get_repositories()
+    for job, run_ids in ((INGEST_JOB, {o.run_id for o in report.sources}), (INDEX_JOB, {report.index["run_id"]})):
+        page = {"pipelineName": job, "tags": [{"key": ".dagster/repository", "value": f"{repository}@{location}"}]}
+        result = execute_dagster_graphql(context, JOB_PAGE_RUNS, {"filter": page})
+        shown = {r["runId"]: r["repositoryOrigin"] for r in result.data["runsOrError"]["results"]}
+        assert run_ids <= set(shown), (job, run_ids, set(shown))
+        assert all(shown[run_id] == {"repositoryLocationName": location, "repositoryName": repository}
+                   for run_id in run_ids)
