@@ -61,6 +61,7 @@ from lectio.rulesets.registry import input_fingerprints
 from lectio.index.database import ensure_database
 from lectio.settings import load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
+from pipelines.outcomes import root_cause
 from resources import CorpusResource
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -376,16 +377,7 @@ def _alert_summary(alerts: list[Alert]) -> str:
 
 def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:
     run = context.dagster_run
-    message, asset = None, None
-    for event in context.get_step_failure_events():
-        error = event.step_failure_data.error if event.step_failure_data else None
-        if error is None:
-            continue
-        # The root cause (e.g. the SourceError naming the source) rather than Dagster's wrapper.
-        while error.cause is not None:
-            error = error.cause
-        message, asset = error.message.strip(), event.step_key
-        break
+    asset, message = root_cause(context.get_step_failure_events()) or (None, None)
     return Alert(
         kind="run_failed",
         message=message or context.failure_event.message or "the run failed",
@@ -405,8 +397,8 @@ def failed_by_blocking_checks(context: RunFailureSensorContext) -> bool:
 
 
 def _failed_runs_sensor():
-    # Every code location: `lectio run` executes its runs in process, without a code-location
-    # origin, and those failures must alert too.
+    # Every code location: `lectio run` executes its runs in process, and a run gets its
+    # code-location origin only once it has ended (pipelines.runners._execute), after its failure.
     @run_failure_sensor(
         name="alert_on_failed_runs",
         monitor_all_code_locations=True,

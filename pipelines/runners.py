@@ -40,6 +40,7 @@ from pipelines.definitions import build_definitions
 from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
+from pipelines.outcomes import root_cause
 
 # After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python
 # logger that each blocking chunk check "emitted no result" (its step was skipped too) and that
@@ -281,13 +282,8 @@ def _failure_message(result) -> str:
         if evaluation is not None and not evaluation.passed:
             if evaluation.blocking and evaluation.description:
                 return evaluation.description
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
-            error = event.step_failure_data.error
-            # The root cause (the SourceError) rather than Dagster's wrapper around it.
-            while error.cause is not None:
-                error = error.cause
-            return error.message.strip()
+    if cause := root_cause(result.all_events):
+        return cause[1]
     return "failed (see the run in the Dagster UI)"
 
 
