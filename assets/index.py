@@ -18,7 +18,7 @@ from dagster import (
 )
 
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
-from lectio.index import store
+from lectio.index import locks
 from lectio.index.build import build_index
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -99,7 +99,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         if not ready:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
-        with database.connect() as conn, (nullcontext() if config.writer_lock_held else store.writer_lock(conn, "this index build")):
+        with database.connect() as conn, (nullcontext() if config.writer_lock_held else locks.writer_lock(conn, "this index build")):
             outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
                                   sources=corpus.sources(), expected=config.expected_chunks)
         failed = sorted(set(failed) | set(outcome.rejected))

@@ -33,7 +33,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
-from lectio.index import store
+from lectio.index import versions
 from lectio.sources import SourceError
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -133,7 +133,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
                 **{f"chunks_{name}": int(n) for name, n in counts.items()},
                 "rulesets": ", ".join(sorted(frame["ruleset"].unique())),
                 # What this run made: the index built in the same run checks it still finds this.
-                "fingerprint": store.source_fingerprints(frame).get(context.partition_key, ""),
+                "fingerprint": versions.source_fingerprints(frame).get(context.partition_key, ""),
             }
         )
         return frame

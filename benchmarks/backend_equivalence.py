@@ -68,12 +68,12 @@ def hnsw_tops(version: str, qs: np.ndarray, k: int = 100) -> list[list[str]]:
     from pgvector.psycopg import register_vector
     from psycopg import sql
 
-    from lectio.index import store
+    from lectio.index import versions
     from lectio.index.database import ensure_database
 
     with ensure_database(load_settings()).connect() as conn:
         register_vector(conn)
-        table = sql.Identifier(store.get_version(conn, version).table_name)
+        table = sql.Identifier(versions.get_version(conn, version).table_name)
         conn.execute("SET hnsw.ef_search = 400")
         return [[chunk_id for (chunk_id,) in conn.execute(
             sql.SQL("SELECT chunk_id FROM {} ORDER BY embedding <=> %s LIMIT %s").format(table), (q, k),

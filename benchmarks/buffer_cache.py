@@ -27,7 +27,7 @@ from psycopg import sql
 from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries
-from lectio.index import mirror, security, store
+from lectio.index import mirror, security, versions
 from lectio.index.database import ensure_database, shared_buffers_mb
 from lectio.retrieval import candidates
 from lectio.retrieval.config import SearchConfig
@@ -62,7 +62,7 @@ def percentile(values: list[float], p: float) -> float:
 def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[float]]:
     hnsw, hybrid = [], []
     with database.connect() as conn, database.connect() as side:
-        version = store.get_version(conn, None)
+        version = versions.get_version(conn, None)
         filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
         where, params = filters.where(DEFAULT_TRANSLATION)
         config = SearchConfig()

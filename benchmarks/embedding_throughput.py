@@ -37,7 +37,7 @@ import torch
 from dataclasses import replace
 
 from lectio.rulesets import scripture
-from lectio.index import store
+from lectio.index import schema
 from lectio.rulesets.chunk import chunks_frame
 from lectio.index.database import ensure_database
 from lectio.embedding import numerics, onnx_runtime
@@ -82,7 +82,7 @@ def main() -> None:
     # A shared machine's speed drifts by a fifth within minutes: the variants are timed in turn,
     # round after round, each going first in its own round, and each keeps its best.
     with ensure_database(settings).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         embedder = Embedder()
         onnx_embedder = embedder if configured == onnx_choice else Embedder(choice=onnx_choice)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from lectio.evaluation.gate import paired_interval
 from lectio.evaluation.metrics import evaluate_index
 from lectio.evaluation.querysets import load_queries, select_part
-from lectio.index import store
+from lectio.index import schema
 from lectio.index.database import ensure_database
 from lectio.retrieval.config import configured
 from lectio.settings import load_settings
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, reports = [], {}
     with ensure_database(load_settings()).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         for path in args.queries:
             queries = select_part(load_queries(path), args.part)
             base = _report(conn, queries, args.base, args.index)

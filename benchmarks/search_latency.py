@@ -38,7 +38,7 @@ import time
 
 from psycopg import sql
 
-from lectio.index import mirror, store
+from lectio.index import mirror, schema, versions
 from lectio.index.database import ensure_database
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries, select_part
@@ -103,8 +103,8 @@ def main() -> None:
     vectors = embedder.encode(queries)
     database = ensure_database(load_settings())
     with database.connect() as conn, database.connect() as side:
-        store.ensure_schema(conn)
-        version = store.get_version(conn, args.index)
+        schema.ensure_schema(conn)
+        version = versions.get_version(conn, args.index)
         started = time.perf_counter()
         mirrored = mirror.ensure(conn, version)  # built once per version, as the owner
         mirror_seconds = round(time.perf_counter() - started, 1)

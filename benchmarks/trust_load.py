@@ -89,7 +89,7 @@ def main() -> int:
     os.environ.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
     os.environ.pop("DATABASE_URL", None)
     from lectio.embedding.model import Embedder
-    from lectio.index import store
+    from lectio.index import versions
     from lectio.index.database import stop_embedded
     from lectio.index.pool import ReadPool
     from lectio.retrieval.search import search
@@ -163,7 +163,7 @@ def main() -> int:
             t.join(30)
         pool.close()
         with psycopg.connect(url, autocommit=True) as conn:
-            live = store.live_version(conn)
+            live = versions.live_version(conn)
         lat = [s * 1000 for s in tally.latencies]
         report = {
             "workers": args.workers,

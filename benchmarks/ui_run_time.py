@@ -108,7 +108,7 @@ def _wait_for_daemon(instance, timeout: float = 300) -> None:
 
 
 def _empty_cache(db) -> None:
-    from lectio.index.store import ensure_schema
+    from lectio.index.schema import ensure_schema
 
     with db.connect() as conn:
         ensure_schema(conn)

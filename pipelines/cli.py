@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lectio.index import revocation, store
+from lectio.index import locks, revocation, schema, versions
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
 from lectio.sources import SourceError, check_principals, load_sources
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
     try:
         return args.handler(args)
-    except (SourceError, ValueError, OSError, store.WriterBusy) as exc:
+    except (SourceError, ValueError, OSError, locks.WriterBusy) as exc:
         # Bad input or a refused change: one line naming what was wrong, no traceback.
         print(f"lectio {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -211,7 +211,7 @@ def _search(args) -> int:
         return 2
     principals = check_principals(args.principal or DEFAULT_PRINCIPALS)
     with ensure_database(settings).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         if args.index:
             _refuse_unservable(conn, args.index)
         response = search(
@@ -298,7 +298,7 @@ def _eval(args) -> int:
     settings = load_settings()
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines,
                                 config=config)
     report["part"] = args.part
@@ -320,36 +320,36 @@ def _baselines_table(lectio: dict, baselines: dict) -> str:
 def _index(args) -> int:
     settings = load_settings()
     with ensure_database(settings).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         if args.action == "switch":
             if not args.version:
                 print("lectio index switch needs a VERSION", file=sys.stderr)
                 return 2
-            with store.writer_lock(conn, "this switch"):
+            with locks.writer_lock(conn, "this switch"):
                 _refuse_if_exposing(conn, args.version, settings)
-                store.switch_live(conn, args.version)
+                versions.switch_live(conn, args.version)
         elif args.action == "rollback":
-            previous = store.previous_version(conn)
+            previous = versions.previous_version(conn)
             if not previous:
                 print("no previous version to roll back to", file=sys.stderr)
                 return 1
-            with store.writer_lock(conn, "this rollback"):
+            with locks.writer_lock(conn, "this rollback"):
                 _refuse_if_exposing(conn, previous, settings)
-                store.switch_live(conn, previous)
+                versions.switch_live(conn, previous)
         elif args.action == "prune":
             from lectio.index.retention import retain
 
-            with store.writer_lock(conn, "this prune"):  # never drop a candidate a migration is about to gate
+            with locks.writer_lock(conn, "this prune"):  # never drop a candidate a migration is about to gate
                 dropped = retain(conn, args.keep)
             if not args.json:
                 print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
         elif args.action == "audit":
-            with store.writer_lock(conn, "this audit"):
+            with locks.writer_lock(conn, "this audit"):
                 judgement = _judge(conn, settings)
             if not args.json:
                 print(judgement.describe() or "every version shows only what the sources file allows")
-        store.mark_abandoned_builds(conn)  # a build whose builder is gone is listed as abandoned
-        versions = store.list_versions(conn)
+        versions.mark_abandoned_builds(conn)  # a build whose builder is gone is listed as abandoned
+        listed = versions.list_versions(conn)
     pruned = {"dropped": dropped} if args.action == "prune" else {}
     if args.action == "audit":
         pruned = {"revoked": judgement.revoked, "reinstated": judgement.reinstated}
@@ -357,13 +357,13 @@ def _index(args) -> int:
         "versions": [
             {"version": v.version, "ruleset": v.ruleset, "model": v.model_id, "rows": v.rows, "metrics": v.metrics,
              "live": v.live, "status": v.status, "sources": v.sources}
-            for v in versions
+            for v in listed
         ],
         **pruned,
     }
     text = "\n".join(
         f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.model_id}  {v.ruleset}"
-        + _metrics_line(v.metrics) for v in versions
+        + _metrics_line(v.metrics) for v in listed
     )
     _print(args, payload, text or "no index versions yet")
     return 0
@@ -383,7 +383,7 @@ def _judge(conn, settings) -> revocation.Judgement:
 def _refuse_unservable(conn, version: str) -> None:
     """A version that does not exist or is revoked is refused in one line. Read only: searching
     never judges (a reader's sources file must not revoke what everyone else is served)."""
-    info = store.get_version(conn, version)
+    info = versions.get_version(conn, version)
     if info is None:
         raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
     if info.status == "revoked":
@@ -395,7 +395,7 @@ def _token(args) -> int:
 
     settings = load_settings()
     with ensure_database(settings).connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         token = security.sign(conn, args.principal, args.seconds)
     _print(args, {"token": token, "principals": args.principal, "seconds": args.seconds}, token)
     return 0
@@ -416,7 +416,7 @@ def _metrics_line(metrics: dict) -> str:
 
 def _migrate(args) -> int:
     from lectio.evaluation.gate import DEFAULT_TOLERANCES, GateResult, describe
-    from lectio.index.store import WriterBusy
+    from lectio.index.locks import WriterBusy
     from pipelines.runners import Interrupted, run_migration
 
     tolerances = dict(DEFAULT_TOLERANCES)

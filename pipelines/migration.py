@@ -33,7 +33,7 @@ from dagster import (
 
 from assets.index import IndexConfig
 from lectio.evaluation import gate as migration
-from lectio.index import retention, store
+from lectio.index import retention, versions
 from lectio.evaluation.metrics import METRICS
 from pipelines.jobs import GATE_JOB, MIGRATE_JOB
 from resources import CorpusResource, DatabaseResource
@@ -68,7 +68,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         migrate_index and gate_candidate), never by `lectio run`: "Never materialized" until the first migration."""
         query_sets = migration.load_query_sets(config.query_sets)
         with database.connect() as conn:
-            live = store.live_version(conn)
+            live = versions.live_version(conn)
             candidate = config.candidate or (search_index or {}).get("version")
             if candidate == live:
                 candidate = None
@@ -76,13 +76,13 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
             for version in filter(None, (live, candidate)):
                 context.log.info(f"scoring {version} on {', '.join(query_sets)}")
                 reports[version] = migration.score(conn, version, query_sets, k=config.k, mode=config.mode)
-                store.merge_metrics(conn, version, {
+                versions.merge_metrics(conn, version, {
                     "evaluation": migration.evaluation_record(reports[version], k=config.k, mode=config.mode)})
-            versions = store.list_versions(conn)
+            listed = versions.list_versions(conn)
         metadata = {
             "live": live or "none",
             "candidate": candidate or "none",
-            "versions": MetadataValue.md(_versions_markdown(versions, reports, live, candidate, list(query_sets))),
+            "versions": MetadataValue.md(_versions_markdown(listed, reports, live, candidate, list(query_sets))),
         }
         # Numbers of the live version, so the UI plots them across materialisations.
         for name, report in reports.get(live, {}).items():
@@ -107,7 +107,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         candidate = evaluation.get("candidate")
         with database.connect() as conn:
             if not candidate:
-                live = store.live_version(conn)
+                live = versions.live_version(conn)
                 result = migration.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
                 result.retired = retention.retain(conn, config.keep)
             else:
@@ -118,7 +118,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                     reports=evaluation["reports"],
                 )
                 migration.apply(conn, result, config.keep)
-            live_now = store.live_version(conn)
+            live_now = versions.live_version(conn)
         comparison = migration.metrics_markdown(result)
         differences = migration.differences_markdown(result)
         yield Output(result.to_json(), metadata={
@@ -164,14 +164,14 @@ def build_migration_jobs(assets: list) -> list:
     ]
 
 
-def _versions_markdown(versions, reports, live, candidate, set_names) -> str:
+def _versions_markdown(listed, reports, live, candidate, set_names) -> str:
     """Every version's overall scores per query set, deltas against the live one in brackets."""
-    live_scores = _scores_of(next((v for v in versions if v.version == live), None), reports)
+    live_scores = _scores_of(next((v for v in listed if v.version == live), None), reports)
     lines = []
     for name in set_names:
         lines += [f"**{name}**", "", "| version | role | rows | " + " | ".join(_SHORT[m] for m in METRICS) + " | n |",
                   "|---|---|---:|" + "---:|" * (len(METRICS) + 1)]
-        for v in versions:
+        for v in listed:
             scores = _scores_of(v, reports).get(name)
             if v.status != "ready":
                 continue

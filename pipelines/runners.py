@@ -28,7 +28,7 @@ from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 from dagster._core.workspace.load import location_origins_from_yaml_paths
 
 from lectio.evaluation import gate as migration
-from lectio.index import retention, store
+from lectio.index import locks, retention
 from lectio.index.database import ensure_database
 from lectio.settings import PROJECT_ROOT, Settings
 from lectio.readers.changes import fetch_missing_modules
@@ -127,11 +127,11 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_liv
              locked: bool = False) -> MainRunReport:
     """Every source through ingest, then the index, as the one writer of the database (`locked`:
     the caller already holds the writer lock). Raises Interrupted on SIGINT or SIGTERM, and
-    store.WriterBusy when another writer holds the database."""
+    locks.WriterBusy when another writer holds the database."""
     with _stop_on_signals():
         if locked:
             return _run_main(settings, echo, switch_live)
-        with ensure_database(settings).connect() as conn, store.writer_lock(conn, "this run"):
+        with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this run"):
             return _run_main(settings, echo, switch_live)
 
 
@@ -346,11 +346,11 @@ def run_migration(settings: Settings, query_sets: list[str] | None = None, toler
                   echo: Callable[[str], None] = print) -> MigrationReport:
     """Build the candidate beside the live index (the main job, without switching), then run
     the gate job on it. The live index answers throughout; only the gate's switch changes it.
-    Raises store.WriterBusy while another writer holds the database."""
+    Raises locks.WriterBusy while another writer holds the database."""
     paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
     migration.load_query_sets(paths)  # a bad query file fails now, not after the build
     tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
-    with ensure_database(settings).connect() as conn, store.writer_lock(conn, "this migration"):
+    with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this migration"):
         return _migrate(settings, paths, tolerances, keep, k, mode, echo)
 
 

@@ -12,7 +12,7 @@ import psycopg
 from dagster import ConfigurableResource
 
 from lectio.embedding.model import Embedder
-from lectio.index import store
+from lectio.index import schema
 from lectio.index.database import open_database
 from lectio.sources import Source, SourceError, load_source, load_sources
 
@@ -47,7 +47,7 @@ class DatabaseResource(ConfigurableResource):
 
     def connect(self) -> psycopg.Connection:
         conn = open_database(Path(self.home), self.url).connect()
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         return conn
 
 

@@ -64,10 +64,10 @@ def database(settings):
 
 @pytest.fixture()
 def conn(database):
-    from lectio.index import store
+    from lectio.index import schema
 
     with database.connect() as connection:
-        store.ensure_schema(connection)
+        schema.ensure_schema(connection)
         yield connection
 
 
@@ -84,15 +84,15 @@ def foreign_sources(database, fixture_sources):
     """For a test that applies another sources file to the session's database. That file revokes
     every version holding a source it does not list, as it would for a user; afterwards the
     session's own file is applied again, which serves them again, and the live pointer goes back."""
-    from lectio.index import revocation, store
+    from lectio.index import revocation, schema, versions
     from lectio.sources import load_sources
 
     with database.connect() as conn:
-        store.ensure_schema(conn)
-        live = store.live_version(conn)
+        schema.ensure_schema(conn)
+        live = versions.live_version(conn)
     yield
     with database.connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         revocation.judge(conn, revocation.allowed_acls(load_sources(fixture_sources)))
-        if live and store.live_version(conn) != live:
-            store.switch_live(conn, live)
+        if live and versions.live_version(conn) != live:
+            versions.switch_live(conn, live)

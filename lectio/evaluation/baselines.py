@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from lectio.embedding.model import Embedder
-from lectio.index import security, store
+from lectio.index import security, versions
 
 BASELINES = ("verse-vector", "verse-bm25", "verse-hybrid", "chapter-vector")
 TRANSLATION = "WEB"
@@ -41,7 +41,7 @@ class Baselines:
     """The verse rows of one version, read once; each baseline then answers from memory."""
 
     def __init__(self, conn: psycopg.Connection, version: str, embedder: Embedder, principals=("public",)):
-        info = store.get_version(conn, version)
+        info = versions.get_version(conn, version)
         if info is None:
             raise ValueError(f"no index version {version!r}")
         self.embedder = embedder.for_model(info.model_id)  # queries embedded as the version's verses were

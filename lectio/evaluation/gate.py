@@ -14,7 +14,7 @@ re-chunking. The candidate goes live only when
 
 The decision, the metrics side by side and the queries whose scores moved are recorded on the
 versions (`index_versions.metrics`, shown by `lectio index list`). The switch is
-`store.switch_live`: one transaction. Retention then keeps the live version, the rollback target
+`versions.switch_live`: one transaction. Retention then keeps the live version, the rollback target
 and the most recent other ready versions, and drops the rest.
 
 No Dagster here: pipelines/migration.py wraps these functions as assets and an asset check.
@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import psycopg
 
-from lectio.index import store
+from lectio.index import versions
 from lectio.index.retention import DEFAULT_KEEP, retain
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import Query, load_queries
@@ -208,7 +208,7 @@ def blocking_quality_failures(conn: psycopg.Connection, version: str,
     table that skipped them."""
     from lectio.quality import admission
 
-    chunks = store.version_chunks(conn, version)
+    chunks = versions.version_chunks(conn, version)
     if chunks.empty:
         return [f"{version} holds no chunks"]
     rejected = admission.admit(chunks, sources)
@@ -258,12 +258,12 @@ def gate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequ
 
     `reports` (version → query set → report) are used where given, so an evaluation already run
     (the Dagster evaluation asset) is not run twice."""
-    info = store.get_version(conn, candidate)
+    info = versions.get_version(conn, candidate)
     if info is None:
         raise ValueError(f"no index version {candidate!r}")
     if info.status != "ready":
         raise ValueError(f"index version {candidate!r} is {info.status}, not ready")
-    live = store.live_version(conn)
+    live = versions.live_version(conn)
     reports = dict(reports or {})
 
     def reports_of(version):
@@ -273,7 +273,7 @@ def gate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequ
 
     candidate_reports = reports_of(candidate)
     live_reports = reports_of(live) if live and live != candidate else candidate_reports if live else None
-    dropped = sorted(set(store.get_version(conn, live).sources) - set(info.sources)) if live else []
+    dropped = sorted(set(versions.get_version(conn, live).sources) - set(info.sources)) if live else []
     failures = blocking_quality_failures(conn, candidate, sources)
     result = decide(live, candidate, live_reports, candidate_reports, tolerances, failures, dropped)
     record(conn, result, {candidate: candidate_reports, **({live: live_reports} if live else {})}, k=k, mode=mode)
@@ -284,8 +284,8 @@ def record(conn: psycopg.Connection, result: GateResult, reports: Mapping[str, M
            mode: str) -> None:
     """Each version's evaluation, and the gate's verdict on the candidate, on index_versions."""
     for version, by_set in reports.items():
-        store.merge_metrics(conn, version, {"evaluation": evaluation_record(by_set, k=k, mode=mode)})
-    store.merge_metrics(conn, result.candidate, {"gate": {
+        versions.merge_metrics(conn, version, {"evaluation": evaluation_record(by_set, k=k, mode=mode)})
+    versions.merge_metrics(conn, result.candidate, {"gate": {
         "decision": result.decision,
         "reason": result.reason,
         "against": result.live,
@@ -301,7 +301,7 @@ def record(conn: psycopg.Connection, result: GateResult, reports: Mapping[str, M
 def apply(conn: psycopg.Connection, result: GateResult, keep: int = DEFAULT_KEEP) -> GateResult:
     """Switch the candidate in when the gate passed (one transaction), then apply retention."""
     if result.decision == "switch":
-        store.switch_live(conn, result.candidate)
+        versions.switch_live(conn, result.candidate)
         result.switched = True
     result.retired = retain(conn, keep)
     return result

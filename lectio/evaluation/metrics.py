@@ -165,9 +165,9 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
 def _baselines(conn, labelled: list[LabelledQuery], version: str | None, embedder, k: int) -> dict[str, dict]:
     """`overall` of each plain design (lectio.evaluation.baselines) on the same queries and version."""
     from lectio.evaluation.baselines import BASELINES, Baselines, query_terms
-    from lectio.index import store
+    from lectio.index import versions
 
-    plain = Baselines(conn, version or store.live_version(conn), embedder)
+    plain = Baselines(conn, version or versions.live_version(conn), embedder)
     terms = {q.id: query_terms(conn, q.query) for q in labelled}
     return {name: evaluate(labelled, lambda q, name=name: plain.retrieve(name, q.query, terms[q.id], k), k)["overall"]
             for name in BASELINES}

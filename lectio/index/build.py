@@ -9,7 +9,7 @@ import pandas as pd
 import psycopg
 
 from lectio.quality import admission
-from lectio.index import revocation, store
+from lectio.index import loader, revocation, versions
 from lectio.sources import Source, SourceError
 
 
@@ -60,10 +60,10 @@ def build_index(
     # than the sources file now allows (an ACL fixed or a source removed since it was built) is
     # never served again, whatever points at it.
     judgement = revocation.judge(conn, revocation.allowed_acls(sources)) if sources is not None else None
-    fp = store.fingerprint(chunks, model_id)
-    existing = store.find_ready_version(conn, fp)
-    version = existing or store.build_version(conn, chunks, model_id, fp).version
-    current = store.get_version(conn)
+    fp = versions.fingerprint(chunks, model_id)
+    existing = versions.find_ready_version(conn, fp)
+    version = existing or loader.build_version(conn, chunks, model_id, fp).version
+    current = versions.get_version(conn)
     # A revoked live version serves nobody: any version built from the file beats it, even one
     # that lacks a failed source.
     live_revoked = current is not None and current.status == "revoked"
@@ -75,14 +75,14 @@ def build_index(
     elif current == version:
         live, reason = True, "unchanged: this version was already live"
     else:
-        store.switch_live(conn, version)
+        versions.switch_live(conn, version)
         live, reason = True, f"switched live (previous: {current or 'none'})"
     if rejected:
         reason += f"; failed quality checks: {admission.describe(rejected)}"
     # Judged before `version` was found or built, so it is never among the revoked.
     if judgement and (judgement.revoked or judgement.reinstated):
         reason += "; " + judgement.describe()
-    rows = store.get_version(conn, version).rows
+    rows = versions.get_version(conn, version).rows
     if replaced:
         reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
@@ -93,7 +93,7 @@ def _replaced_sources(chunks: pd.DataFrame, expected: Mapping[str, str]) -> dict
     """Sources whose chunks are not those their ingest made in this run (another run stored its
     own over them meanwhile, or they are gone), with why. Only sources in `expected` are checked:
     a build handed no expectations (the UI, a test) trusts what it is given."""
-    found = store.source_fingerprints(chunks)
+    found = versions.source_fingerprints(chunks)
     counts = chunks.groupby("source_id").size().to_dict()
     replaced = {}
     for sid, fp in expected.items():

@@ -8,35 +8,35 @@ from typing import Sequence
 
 import psycopg
 
-from lectio.index import store
+from lectio.index import versions
 
 DEFAULT_KEEP = 3  # other ready versions kept besides the live one and the rollback target
 
 
 def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
     """Drop every version `to_drop` names; a version a killed build left behind is dropped once
-    its builder is gone. Each drop is one transaction (store.drop_version). Returns what was
+    its builder is gone. Each drop is one transaction (versions.drop_version). Returns what was
     dropped."""
     if keep < 0:
         raise ValueError("keep must be 0 or more")
-    store.mark_abandoned_builds(conn)
-    versions = [(v.version, v.status) for v in store.list_versions(conn)]
+    versions.mark_abandoned_builds(conn)
+    listed = [(v.version, v.status) for v in versions.list_versions(conn)]
     dropped = []
-    for version in to_drop(versions, store.live_version(conn), store.previous_version(conn), keep):
+    for version in to_drop(listed, versions.live_version(conn), versions.previous_version(conn), keep):
         try:
-            store.drop_version(conn, version)
+            versions.drop_version(conn, version)
         except ValueError:
             continue  # switched to, or rebuilt, since it was listed: it stays
         dropped.append(version)
     return dropped
 
 
-def to_drop(versions: Sequence[tuple[str, str]], live: str | None, previous: str | None, keep: int) -> list[str]:
+def to_drop(listed: Sequence[tuple[str, str]], live: str | None, previous: str | None, keep: int) -> list[str]:
     """Of (version, status) pairs, oldest first: what retention drops. Kept are the live
     version, the rollback target unless it is revoked (it may never be served again), versions
     still building, and the `keep` most recent other ready versions."""
-    protected = {live} | ({previous} if previous and dict(versions).get(previous) != "revoked" else set())
-    others = [(v, status) for v, status in versions if v not in protected and status != "building"]
+    protected = {live} | ({previous} if previous and dict(listed).get(previous) != "revoked" else set())
+    others = [(v, status) for v, status in listed if v not in protected and status != "building"]
     ready = [v for v, status in others if status == "ready"]
     kept = set(ready[-keep:]) if keep else set()  # ready[-0:] would be all of them
     return [v for v, _ in others if v not in kept]

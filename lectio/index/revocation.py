@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from lectio.index import security, store
+from lectio.index import security, tables
 from lectio.sources import Source, SourceError
 
 PUBLIC = "public"
@@ -41,7 +41,7 @@ def source_acls(conn: psycopg.Connection, version: str) -> dict[str, list[str]]:
     table, recorded = row
     if recorded is not None:
         return recorded
-    if not store.table_exists(conn, table):
+    if not tables.table_exists(conn, table):
         return {}
     found = dict(conn.execute(sql.SQL(
         "SELECT source_id, array_agg(DISTINCT p ORDER BY p) FROM {}, unnest(acl) p GROUP BY source_id"
@@ -98,7 +98,7 @@ def judge(conn: psycopg.Connection, allowed: Mapping[str, Iterable[str]]) -> Jud
         if exposed and status == "ready":
             judgement.revoked[version] = describe_exposure(exposed, allowed)
             _revoke(conn, version, table, judgement.revoked[version])
-        elif not exposed and status == "revoked" and store.table_exists(conn, table):
+        elif not exposed and status == "revoked" and tables.table_exists(conn, table):
             _reinstate(conn, version, table)
             judgement.reinstated.append(version)
     return judgement
@@ -108,11 +108,11 @@ def _revoke(conn: psycopg.Connection, version: str, table: str, reason: str) -> 
     with conn.transaction():
         conn.execute("UPDATE index_versions SET status = 'revoked', revoked_reason = %s WHERE version = %s",
                      (reason, version))
-        security.withdraw(conn, store.version_tables(conn, table))
+        security.withdraw(conn, tables.version_tables(conn, table))
 
 
 def _reinstate(conn: psycopg.Connection, version: str, table: str) -> None:
     with conn.transaction():
         conn.execute("UPDATE index_versions SET status = 'ready', revoked_reason = NULL WHERE version = %s",
                      (version,))
-        store.protect_version(conn, table)
+        tables.protect_version(conn, table)

@@ -75,7 +75,7 @@ def _span(ref_range) -> int:
 
 
 def build(conn: psycopg.Connection, chunk_table: str, chunks: pd.DataFrame, cited: pd.Series | None = None) -> int:
-    """Create the version's edge table beside its chunk table; store.py protects both with the
+    """Create the version's edge table beside its chunk table; tables.protect_version protects both with the
     same row-level rule."""
     table = sql.Identifier(table_name(chunk_table))
     conn.execute(sql.SQL("CREATE TABLE {} (from_ref text NOT NULL, to_ref text NOT NULL, weight int NOT NULL, "

@@ -11,7 +11,7 @@ from psycopg import sql
 
 from lectio.index import citations
 from lectio.index import postings
-from lectio.index import store
+from lectio.index import tables
 from lectio.index import xrefs
 from lectio.retrieval.config import SearchConfig
 
@@ -161,7 +161,7 @@ def lexical_candidates(conn, table_name, query, extra: str, where, params, confi
     else:
         found = _MATCHING
     statement = sql.SQL("WITH " + _TERMS + "," + found + _SCORED).format(
-        table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(store.lexicon_table(table_name)),
+        table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(tables.lexicon_table(table_name)),
         postings=sql.Identifier(postings.table_name(table_name)), posting_filter=posting_filter or sql.SQL(""),
         k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b))
     values = {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name, **params,

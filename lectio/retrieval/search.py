@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from lectio.index import mirror as mirrors
-from lectio.index import security, store
+from lectio.index import security, versions
 from lectio.retrieval import candidates, lexical, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.expansion import expansions
@@ -99,7 +99,7 @@ def search(
     query = _CONTROL.sub(" ", query).strip()
     if not query:
         return SearchResponse(query, "none", version, message="empty query: nothing to search for")
-    info = store.get_version(conn, version)
+    info = versions.get_version(conn, version)
     if version is None and info is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
     version = version or info.version

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from lectio.embedding.model import Embedder
-from lectio.index import mirror, store
+from lectio.index import mirror, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.search import Filters, SearchConfig, search
 from lectio.serving.auth import AuthError, Verifier
@@ -40,7 +40,7 @@ def endpoint_label(request: Request) -> str:
     return getattr(route, "path", UNMATCHED)
 
 
-def not_ready_reason(live: store.IndexVersion | None) -> str | None:
+def not_ready_reason(live: versions.IndexVersion | None) -> str | None:
     """Why the live index cannot be served, or None when it can."""
     if live is None:
         return "no live index: run `lectio run`"
@@ -75,7 +75,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         # The live version's lexical mirror, so the first search does not pay for building it. A
         # home with no index yet serves (and says it is not ready) as before.
         try:
-            state["pool"].run_once(lambda conn: mirror.ensure(conn, store.get_version(conn), settings.home))
+            state["pool"].run_once(lambda conn: mirror.ensure(conn, versions.get_version(conn), settings.home))
         except psycopg.Error as exc:
             log.warning("lexical mirror not loaded at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
         yield
@@ -135,7 +135,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     def ready():
         try:
             # Once, not retried: a probe must hear "not ready" in seconds, not wait out a restart.
-            live = state["pool"].run_once(store.get_version)
+            live = state["pool"].run_once(versions.get_version)
         except Exception as exc:  # any failure to reach the database means not ready
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
             return JSONResponse({"ready": False, "reason": f"the database does not answer: {reason}"}, status_code=503)

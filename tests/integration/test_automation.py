@@ -303,11 +303,11 @@ def test_an_index_build_launched_from_the_ui_takes_the_writer_lock(main_run, set
     """A build_index run as the UI, a sensor or the CLI launches it (writer_lock_held left off)
     is refused while another writer holds the database; only lectio run and lectio migrate, which
     hold the lock themselves, say so in the config."""
-    from lectio.index import store
+    from lectio.index import locks
 
     job = build_definitions(settings.sources_file).resolve_job_def(INDEX_JOB)
     assert not IndexConfig().writer_lock_held
-    with database.connect() as writing, store.writer_lock(writing, "a test's run"):
+    with database.connect() as writing, locks.writer_lock(writing, "a test's run"):
         busy = job.execute_in_process(run_config=QUIET, instance=instance, raise_on_error=False)
     assert not busy.success
     (failure,) = [e for e in busy.all_events if e.is_step_failure]

@@ -9,14 +9,14 @@ from lectio.embedding.model import Embedder
 from lectio.evaluation.baselines import BASELINES, Baselines, query_terms
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import load_queries
-from lectio.index import store
+from lectio.index import versions
 from pipelines.cli import main as cli
 
 QUERIES = Path(__file__).resolve().parents[1] / "fixtures" / "queries" / "migration.jsonl"
 
 
 def test_each_baseline_answers_from_the_verses_of_the_version(main_run, conn):
-    plain = Baselines(conn, store.live_version(conn), Embedder())
+    plain = Baselines(conn, versions.live_version(conn), Embedder())
     query = "in nothing be anxious, but in everything by prayer and petition with thanksgiving"
     terms = query_terms(conn, query)
     assert "anxious" in terms and "in" not in terms  # stemmed and stopped as the verses were

@@ -53,13 +53,13 @@ def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
 def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys):
     """Which of two entries with one id is meant cannot be known, so such a file is refused
     before it judges any version: it once revoked the live one for naming none of its sources."""
-    from lectio.index import store
+    from lectio.index import versions
 
-    live = store.live_version(conn)
+    live = versions.live_version(conn)
     path = tmp_path / "sources.yaml"
     path.write_text("sources:\n  - {id: a, kind: document, format: text, path: a.txt, acl: [public]}\n"
                     "  - {id: a, kind: document, format: text, path: b.txt, acl: [public]}\n")
     os.environ["LECTIO_SOURCES"] = str(path)
     for argv in (["index", "audit"], ["index", "switch", live]):
         assert "more than one source" in one_line_error(capsys, argv)
-    assert store.get_version(conn, live).status == "ready" and store.live_version(conn) == live
+    assert versions.get_version(conn, live).status == "ready" and versions.live_version(conn) == live

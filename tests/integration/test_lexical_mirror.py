@@ -8,7 +8,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from lectio.index import mirror, revocation, security, store
+from lectio.index import mirror, revocation, security, versions
 from lectio.retrieval import candidates, lexical
 from lectio.retrieval.search import Filters, SearchConfig, _Filters, expansion_words, search
 from lectio.sources import load_sources
@@ -21,7 +21,7 @@ QUERIES = ["the Lord is my shepherd", "justified by faith we have peace with God
 
 @pytest.fixture()
 def live(main_run, conn, settings):
-    info = store.get_version(conn)
+    info = versions.get_version(conn)
     return info, mirror.ensure(conn, info, settings.home)
 
 
@@ -150,7 +150,7 @@ def test_a_revoked_versions_mirror_serves_nothing(conn, live, foreign_sources, f
     allowed = revocation.allowed_acls(load_sources(fixture_sources))
     allowed.pop("notes-bob")  # as if Bob's notes were taken out of the sources file
     assert info.version in revocation.judge(conn, allowed).revoked
-    revoked = store.get_version(conn, info.version)
+    revoked = versions.get_version(conn, info.version)
     assert (found.path / "manifest.json").is_file()  # the files are still there, and still refused
     assert mirror.ensure(conn, revoked) is None and mirror.load(revoked) is None
     response = search(conn, BOBS_WORDS, principals=("public", "user:bob"), version=info.version,

@@ -26,7 +26,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from lectio.evaluation import gate as migration
 from lectio.rulesets import scripture
-from lectio.index import retention, store
+from lectio.index import loader, locks, retention, schema, tables, versions
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
 from lectio.retrieval.search import search
@@ -61,7 +61,7 @@ class Home:
 
     def connect(self):
         conn = self.database.connect()
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         return conn
 
 
@@ -116,9 +116,9 @@ def test_a_rule_override_changes_only_what_it_governs_and_the_ruleset_version(se
     before = scripture.chunk(web, structure)
     one = Source(**{**web.__dict__, "rules": {"paragraph_context_sentences": 1}})
     after = scripture.chunk(one, structure)
-    versions = {c.ruleset for c in after}
-    assert len(versions) == 1 and versions != {scripture.RULESET}
-    assert versions.pop().startswith("scripture-structural-")
+    rulesets = {c.ruleset for c in after}
+    assert len(rulesets) == 1 and rulesets != {scripture.RULESET}
+    assert rulesets.pop().startswith("scripture-structural-")
     # Verses and pericopes are untouched (their embeddings are reused); paragraphs lose context.
     def others(chunks):
         return [(c.chunk_id, c.text) for c in chunks if c.granularity != "paragraph"]
@@ -254,7 +254,7 @@ def test_the_migration_assets_follow_the_search_index(settings):
 
 def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
     with home.connect() as conn:
-        live_before = store.live_version(conn)
+        live_before = versions.live_version(conn)
     seen: list[tuple[str, list[str]]] = []
     answered, stop = threading.Event(), threading.Event()
 
@@ -284,9 +284,9 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
 
     # Every search answered, from the old version until the switch and the new one after it.
     assert all(ids == ["rom_8_28_web"] for _, ids in seen)
-    versions = [v for v, _ in seen]
-    switch_at = versions.index(candidate)
-    assert switch_at > 0 and set(versions[:switch_at]) == {live_before} and set(versions[switch_at:]) == {candidate}
+    served = [v for v, _ in seen]
+    switch_at = served.index(candidate)
+    assert switch_at > 0 and set(served[:switch_at]) == {live_before} and set(served[switch_at:]) == {candidate}
 
     # Both versions were scored on the same queries, side by side.
     side_by_side = gate["metrics"]["migration"]
@@ -296,14 +296,14 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
     assert side_by_side["recall@20"]["ok"] and side_by_side["recall@20"]["tolerance"] == 0.03
 
     with home.connect() as conn:
-        assert store.live_version(conn) == candidate and store.previous_version(conn) == live_before
-        new, old = store.get_version(conn, candidate), store.get_version(conn, live_before)
+        assert versions.live_version(conn) == candidate and versions.previous_version(conn) == live_before
+        new, old = versions.get_version(conn, candidate), versions.get_version(conn, live_before)
         assert new.ruleset != old.ruleset and new.sources == old.sources
         assert new.metrics["gate"]["decision"] == "switch" and new.metrics["gate"]["against"] == live_before
         for v in (new, old):
             assert v.metrics["evaluation"]["query_sets"]["migration"]["n"] == 30
         # Only the paragraphs changed, so only they were embedded; the rest came from the cache.
-        new_chunks, old_chunks = store.version_chunks(conn, candidate), store.version_chunks(conn, live_before)
+        new_chunks, old_chunks = versions.version_chunks(conn, candidate), versions.version_chunks(conn, live_before)
         web = next(s for s in out["build"]["sources"] if s["source_id"] == "web")["facts"]["embeddings"]
         changed = set(new_chunks["content_hash"]) - set(old_chunks["content_hash"])
         assert 0 < web["embedded"] == len(changed) <= int((new_chunks["granularity"] == "paragraph").sum())
@@ -328,7 +328,7 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
     assert cli(["index", "rollback", "--json"]) == 0
     capsys.readouterr()
     with home.connect() as conn:
-        assert store.live_version(conn) == live_before and store.previous_version(conn) == candidate
+        assert versions.live_version(conn) == live_before and versions.previous_version(conn) == candidate
         assert search(conn, "Romans 8:28").index_version == live_before
 
     # The Dagster UI shows the evaluation: every version's scores, deltas against the live one.
@@ -348,7 +348,7 @@ def latest_gate_check(instance):
 
 def test_a_chapter_per_chunk_candidate_is_refused(home, capsys):
     with home.connect() as conn:
-        live_before = store.live_version(conn)
+        live_before = versions.live_version(conn)
     code, out = migrate(capsys, home.sources("chapters", ", chunking: chapter"))
     assert code == 1
     gate, candidate = out["gate"], out["candidate"]
@@ -369,8 +369,8 @@ def test_a_chapter_per_chunk_candidate_is_refused(home, capsys):
     assert losses[0]["changes"]["budget_recall@1000"]["candidate"] < losses[0]["changes"]["budget_recall@1000"]["live"]
 
     with home.connect() as conn:
-        assert store.live_version(conn) == live_before
-        refused = store.get_version(conn, candidate)
+        assert versions.live_version(conn) == live_before
+        refused = versions.get_version(conn, candidate)
         assert refused.status == "ready" and not refused.live and refused.rows == 8 + 4  # 8 chapters, 4 guide sections
         assert refused.metrics["gate"]["decision"] == "refuse"
         assert search(conn, "Romans 8:28").index_version == live_before
@@ -384,43 +384,43 @@ def test_a_chapter_per_chunk_candidate_is_refused(home, capsys):
 
 def test_retention_drops_old_versions_but_never_the_live_one_or_the_previous(home):
     with home.connect() as conn:
-        live, previous = store.live_version(conn), store.previous_version(conn)
+        live, previous = versions.live_version(conn), versions.previous_version(conn)
         assert live and previous
-        chunks = store.version_chunks(conn, live)
-        model_id = store.get_version(conn, live).model_id
+        chunks = versions.version_chunks(conn, live)
+        model_id = versions.get_version(conn, live).model_id
         # Three more versions (subsets of the live chunks, whose embeddings are cached) and a
         # build that failed (a chunk with no embedding).
         built = []
         for size in (40, 50, 60):
             subset = chunks.iloc[:size]
-            built.append(store.build_version(conn, subset, model_id, store.fingerprint(subset, model_id)).version)
+            built.append(loader.build_version(conn, subset, model_id, versions.fingerprint(subset, model_id)).version)
         broken = chunks.iloc[:5].assign(content_hash="0" * 64)
         with pytest.raises(RuntimeError, match="have no cached embedding"):
-            store.build_version(conn, broken, model_id, store.fingerprint(broken, model_id))
-        failed = next(v for v in store.list_versions(conn) if v.status == "failed")
+            loader.build_version(conn, broken, model_id, versions.fingerprint(broken, model_id))
+        failed = next(v for v in versions.list_versions(conn) if v.status == "failed")
 
-        before = {v.version: v for v in store.list_versions(conn)}
+        before = {v.version: v for v in versions.list_versions(conn)}
         dropped = retention.retain(conn, keep=1)
 
-        after = {v.version: v for v in store.list_versions(conn)}
+        after = {v.version: v for v in versions.list_versions(conn)}
         assert set(after) == {live, previous, built[-1]}
         assert set(dropped) == set(before) - set(after) >= {built[0], built[1], failed.version}
         for version in dropped:
             table = before[version].table_name
             assert conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
-                                (table, store.lexicon_table(table))).fetchone() == (None, None)
+                                (table, tables.lexicon_table(table))).fetchone() == (None, None)
         for version in (live, previous):
             with pytest.raises(ValueError, match="cannot be dropped"):
-                store.drop_version(conn, version)
+                versions.drop_version(conn, version)
         assert search(conn, "Romans 8:28").index_version == live
         # Rolling back is still possible: the previous version is whole.
-        assert store.get_version(conn, previous).status == "ready"
+        assert versions.get_version(conn, previous).status == "ready"
 
 
 def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it(home, capsys):
     sources = home.sources("context-0", ", rules: {paragraph_context_sentences: 0}")
     with home.connect() as conn:
-        live_before = store.live_version(conn)
+        live_before = versions.live_version(conn)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "migrate", "--sources", str(sources), "--queries", str(QUERIES)],
@@ -443,18 +443,18 @@ def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it
                 building, waiting = wait_for_blocked_build(conn, process)
                 process.send_signal(signal.SIGKILL)
                 process.wait(60)
-                table = store.get_version(conn, building).table_name
+                table = versions.get_version(conn, building).table_name
                 assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None
-                assert store.live_version(conn) == live_before
+                assert versions.live_version(conn) == live_before
             # The killed client's server process ends once it can tell the client is gone.
             deadline = time.monotonic() + 120
             while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (waiting,)).fetchone():
                 assert time.monotonic() < deadline, "the killed build's backend did not end"
                 time.sleep(0.2)
             # Nothing half-built became ready or live, and the live index answers.
-            assert store.get_version(conn, building).status == "building"
+            assert versions.get_version(conn, building).status == "building"
             assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None
-            assert store.live_version(conn) == live_before
+            assert versions.live_version(conn) == live_before
             assert search(conn, "Romans 8:28").results[0].chunk_id == "rom_8_28_web"
     finally:
         if process.poll() is None:
@@ -468,8 +468,8 @@ def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it
     # The killed build's record was recognised as abandoned and cleared by retention.
     assert building in out["gate"]["retired"]
     with home.connect() as conn:
-        assert store.live_version(conn) == candidate and store.previous_version(conn) == live_before
-        assert store.get_version(conn, building) is None
+        assert versions.live_version(conn) == candidate and versions.previous_version(conn) == live_before
+        assert versions.get_version(conn, building) is None
         assert search(conn, "Romans 8:28").index_version == candidate
 
 
@@ -492,8 +492,8 @@ def wait_for_blocked_build(conn, process) -> tuple[str, int]:
 def test_sigterm_stops_lectio_run_before_the_index(home):
     """Dagster turns SIGTERM into a failed run; the main job used to go on to the next source."""
     with home.connect() as conn:
-        live_before = store.live_version(conn)
-        versions_before = len(store.list_versions(conn))
+        live_before = versions.live_version(conn)
+        versions_before = len(versions.list_versions(conn))
     process = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(home.sources("sigterm"))],
         cwd=PROJECT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -516,30 +516,30 @@ def test_sigterm_stops_lectio_run_before_the_index(home):
     assert "lectio run: interrupted" in text
     assert "index:" not in text  # no index build started
     with home.connect() as conn:
-        assert store.live_version(conn) == live_before
-        assert len(store.list_versions(conn)) == versions_before
+        assert versions.live_version(conn) == live_before
+        assert len(versions.list_versions(conn)) == versions_before
 
 
 def test_a_second_migration_at_once_is_refused_and_builds_nothing(home, capsys):
     sources = home.sources("second", ", rules: {paragraph_context_sentences: 0}")
     with home.connect() as conn, home.connect() as first:
-        versions_before = len(store.list_versions(conn))
-        with store.writer_lock(first, "a test's migration"):  # a migration in progress
+        versions_before = len(versions.list_versions(conn))
+        with locks.writer_lock(first, "a test's migration"):  # a migration in progress
             capsys.readouterr()
             code = cli(["migrate", "--sources", str(sources), "--queries", str(QUERIES)])
             assert code == 2
             assert "another lectio run, migration or index change is writing" in capsys.readouterr().err
-        assert len(store.list_versions(conn)) == versions_before
+        assert len(versions.list_versions(conn)) == versions_before
 
 
 def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, capsys):
     with home.connect() as conn, home.connect() as migrating:
-        with store.writer_lock(migrating, "a test's migration"):
+        with locks.writer_lock(migrating, "a test's migration"):
             capsys.readouterr()
             assert cli(["index", "prune", "--keep", "0"]) == 2
             assert "another lectio run, migration or index change is writing" in capsys.readouterr().err
-        before = {v.version for v in store.list_versions(conn)}
-        live, previous = store.live_version(conn), store.previous_version(conn)
+        before = {v.version for v in versions.list_versions(conn)}
+        live, previous = versions.live_version(conn), versions.previous_version(conn)
         capsys.readouterr()
         assert cli(["index", "prune", "--keep", "0", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)

@@ -13,7 +13,7 @@ import pytest
 from lectio.embedding import backends, model, numerics, onnx_runtime
 from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
-from lectio.index import store
+from lectio.index import versions
 from lectio.index.build import build_index
 from lectio.retrieval.search import SearchConfig, search
 from lectio.rulesets.chunk import chunks_frame
@@ -91,9 +91,9 @@ def test_a_backend_change_re_embeds_and_builds_a_version_that_records_it(conn, s
         (on_torch.model_id, on_onnx.model_id, hashes)).fetchall()
     assert len(pairs) == len(hashes) and min(p[0] for p in pairs) > 0.99999
     # Another fingerprint, and the version records the backend's model id.
-    assert store.fingerprint(frame, on_torch.model_id) != store.fingerprint(frame, on_onnx.model_id)
+    assert versions.fingerprint(frame, on_torch.model_id) != versions.fingerprint(frame, on_onnx.model_id)
     version = build_index(conn, frame, on_onnx.model_id, [], switch_live=False).version
-    assert store.get_version(conn, version).model_id == on_onnx.model_id
+    assert versions.get_version(conn, version).model_id == on_onnx.model_id
     # Searched with the version's own backend, whatever this process embeds with.
     vector = SearchConfig(mode="vector")
     query = "I lift up my eyes to the hills"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance
 
-from lectio.index.store import ensure_schema
+from lectio.index.schema import ensure_schema
 from pipelines.home import prepare_dagster_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -7,7 +7,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from lectio.index import security, store
+from lectio.index import security, versions
 from lectio.index.database import open_database
 from lectio.retrieval.search import SearchConfig, search
 from lectio.settings import secure_home
@@ -54,7 +54,7 @@ def test_private_notes_reach_only_their_owner_through_search(main_run, conn, dat
 @pytest.fixture()
 def reader(database, conn, main_run):
     """A raw connection as the application role, as any code path of the app would have."""
-    table = store.get_version(conn, store.live_version(conn)).table_name
+    table = versions.get_version(conn, versions.live_version(conn)).table_name
     with psycopg.connect(database.reader_url(security.READER_ROLE), autocommit=True) as connection:
         yield connection, sql.Identifier(table)
 

@@ -4,7 +4,7 @@ import json
 
 from dagster import AssetKey, DagsterInstance, materialize
 
-from lectio.index import store
+from lectio.index import versions
 from pipelines.cli import main as cli
 from lectio.retrieval.search import search
 from pipelines.definitions import build_definitions
@@ -21,7 +21,7 @@ def test_main_job_indexes_every_source(main_run, conn):
     web = source_outcome(main_run, "web")
     assert web.facts["parsed_structure"]["verses"] == 104 + 21 + 39 + 6 + 36  # Phil, Rom 5, Rom 8, Ps 23, John 3
     expected_rows = sum(s.facts["chunks"]["chunks"] for s in main_run.sources)
-    live = store.get_version(conn, store.live_version(conn))
+    live = versions.get_version(conn, versions.live_version(conn))
     assert live.rows == expected_rows == main_run.index["rows"]
     assert sorted(live.sources) == sorted(s.source_id for s in main_run.sources)
     assert {"web", "kjv", "mhcc", "westminster-shorter", "severinus-baptism", "carrow-romans"} <= set(live.sources)
@@ -57,12 +57,12 @@ def test_documents_are_visible_only_to_their_principals(main_run, conn):
 
 
 def test_rerun_embeds_nothing_and_reuses_the_index(main_run, settings, conn):
-    live_before = store.live_version(conn)
+    live_before = versions.live_version(conn)
     again = run_main(settings, echo=lambda _: None)
     assert not again.failed
     assert all(s.facts["embeddings"]["embedded"] == 0 for s in again.sources)
     assert again.index["reused_existing_version"] and again.index["version"] == live_before
-    assert store.live_version(conn) == live_before
+    assert versions.live_version(conn) == live_before
 
 
 def test_bad_sources_fail_alone_and_leave_the_live_index_alone(main_run, conn, fixture_sources, monkeypatch, capsys):
@@ -82,7 +82,7 @@ def test_bad_sources_fail_alone_and_leave_the_live_index_alone(main_run, conn, f
   - {id: extra, kind: document, format: markdown, path: extra.md, acl: [public]}
 """
     )
-    live_before = store.live_version(conn)
+    live_before = versions.live_version(conn)
     # Through the CLI, as a user runs it: `lectio run --sources … --json`.
     with monkeypatch.context() as patch:
         patch.setenv("LECTIO_SOURCES", str(fixture_sources))
@@ -99,8 +99,8 @@ def test_bad_sources_fail_alone_and_leave_the_live_index_alone(main_run, conn, f
     # The good sources were indexed into a new version, but it did not replace the live one.
     index = report["index"]
     assert index["ok"] and not index["live"] and index["version"] != live_before
-    assert store.live_version(conn) == live_before
-    candidate = store.get_version(conn, index["version"])
+    assert versions.live_version(conn) == live_before
+    candidate = versions.get_version(conn, index["version"])
     assert candidate.status == "ready" and "extra" in candidate.sources
 
 
@@ -111,8 +111,8 @@ def test_cli_search_json(main_run, capsys):
     assert first["chunk_id"] == "rom_5_1_web" and first["refs"] == ["rom_5_1"]
     assert set(first) >= {"rank", "chunk_id", "kind", "refs", "source_id", "breadcrumb", "text", "score"}
     assert cli(["index", "list", "--json"]) == 0
-    versions = json.loads(capsys.readouterr().out)["versions"]
-    assert sum(v["live"] for v in versions) == 1
+    listed = json.loads(capsys.readouterr().out)["versions"]
+    assert sum(v["live"] for v in listed) == 1
 
 
 def test_size_distribution_is_reported_per_kind(main_run, settings):
@@ -158,7 +158,7 @@ def test_hybrid_lexical_and_vector_modes(main_run, conn):
     # BM25 weighs the rare word: a query of one rare word finds the chunks that hold it, a
     # paragraph perhaps only in the neighbouring sentences indexed to help find it.
     lexical = search(conn, "Nicodemus", k=5, config=SearchConfig(mode="lexical")).results
-    table = store.get_version(conn, store.live_version(conn)).table_name
+    table = versions.get_version(conn, versions.live_version(conn)).table_name
     indexed = dict(conn.execute(f"SELECT chunk_id, text FROM {table} WHERE chunk_id = ANY(%s)",
                                 [[r.chunk_id for r in lexical]]).fetchall())
     assert lexical and all("Nicodemus" in indexed[r.chunk_id] for r in lexical)
@@ -196,11 +196,11 @@ def test_a_baseline_ruleset_builds_as_a_candidate_and_is_scored(main_run, settin
     loaded = load_queries(queries)
     # Scored first: the baseline's file lists web alone, so applying it revokes the live version.
     structural = evaluate_index(conn, loaded)["overall"]
-    live_before = store.live_version(conn)
+    live_before = versions.live_version(conn)
     report = run_main(dataclasses.replace(settings, sources_file=baseline), echo=lambda _: None, switch_live=False)
-    assert report.index["ok"] and not report.index["live"] and store.live_version(conn) == live_before
+    assert report.index["ok"] and not report.index["live"] and versions.live_version(conn) == live_before
     candidate = report.index["version"]
-    assert store.get_version(conn, candidate).rows == 8  # one chunk per chapter
+    assert versions.get_version(conn, candidate).rows == 8  # one chunk per chapter
     chapters = evaluate_index(conn, loaded, version=candidate)["overall"]
     assert chapters["n"] == structural["n"] == 2
     # A chapter covers its every verse, so recall@20 is trivially high; the budget is what it pays.

@@ -19,7 +19,7 @@ from lectio.quality.checks import (blocking_checks, chunk_count, chunk_sizes, em
                                    permission_tags, unique_ids, verse_coverage)
 from lectio.quality.results import CheckResult
 from lectio.embedding import cache
-from lectio.index import store
+from lectio.index import versions
 from lectio.rulesets.chunk import chunks_frame, content_hash
 from lectio.embedding.cache import embed_chunks
 from lectio.index.build import build_index
@@ -237,7 +237,7 @@ def test_embedding_check_catches_bad_vectors(conn, clean):
 
 
 def test_row_count_check_on_real_versions(main_run, conn, clean):
-    live = store.get_version(conn, store.live_version(conn))
+    live = versions.get_version(conn, versions.live_version(conn))
     assert stored.index_rows(conn, live.version, main_run.index["rows"]).passed
     frame = pd.concat([clean["bookshop"][0], clean["notes-alice"][0]], ignore_index=True)
     embedder = Embedder()
@@ -250,7 +250,7 @@ def test_row_count_check_on_real_versions(main_run, conn, clean):
 
 
 def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_sources, fixture_sources):
-    live_before = store.live_version(conn)
+    live_before = versions.live_version(conn)
     bookshop = headless(clean["bookshop"][0])
     notes = corrupt(clean["notes-alice"][0], clean["notes-alice"][0]["chunk_id"].iloc[0], acl=[])
     severinus = clean["severinus-baptism"][0]
@@ -262,15 +262,15 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
                           sources={**sources_of(fixture_sources), **sources_of(quality_sources)})
     assert set(outcome.rejected) == {"bookshop", "notes-alice"}
     assert "header_presence" in outcome.rejected["bookshop"] and "permission_tags" in outcome.rejected["notes-alice"]
-    assert not outcome.live and store.live_version(conn) == live_before
+    assert not outcome.live and versions.live_version(conn) == live_before
     assert "bookshop" in outcome.reason and "header_presence" in outcome.reason
-    assert store.get_version(conn, outcome.version).sources == ["severinus-baptism"]
+    assert versions.get_version(conn, outcome.version).sources == ["severinus-baptism"]
 
     # With every source rejected nothing is built, and the error names them and the checks.
     with pytest.raises(ValueError, match=r"bookshop: header_presence.*notes-alice: permission_tags"):
         build_index(conn, pd.concat([bookshop, notes], ignore_index=True), embedder.model_id, [],
                     sources=sources_of(quality_sources))
-    assert store.live_version(conn) == live_before
+    assert versions.live_version(conn) == live_before
 
 
 # ---------------------------------------------------------------- through Dagster
@@ -331,14 +331,14 @@ def test_a_failing_check_blocks_the_source_in_dagster(main_run, conn, settings, 
     # The index is built from what the earlier run stored; the domain gate keeps the source out.
     # The file lists none of the session's sources, so it revokes the session's live version:
     # with nothing safe live, the new version goes live without the failed source.
-    live_before = store.live_version(conn)
+    live_before = versions.live_version(conn)
     result = run(after, AssetSelection.assets("search_index"))
     assert result.success
     metadata = result.asset_materializations_for_node("search_index")[0].metadata
     assert "dq-guide: permission_tags" in metadata["quality_failures"].value
     assert metadata["sources"].value == "dq-notes"
-    assert store.get_version(conn, live_before).status == "revoked"
-    assert metadata["live"].value is True and store.live_version(conn) == metadata["version"].value
+    assert versions.get_version(conn, live_before).status == "revoked"
+    assert metadata["live"].value is True and versions.live_version(conn) == metadata["version"].value
     rows = next(e for e in result.get_asset_check_evaluations() if e.check_name == "index_row_count")
     assert rows.passed
 

@@ -11,7 +11,7 @@ import pandas as pd
 from psycopg import sql
 
 from lectio.index import citations as prominence
-from lectio.index import postings, security, store
+from lectio.index import postings, schema, security, tables, versions
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -56,7 +56,7 @@ def small_index(tmp_path_factory, database, settings):
     frame = chunks_frame(chunks)
     embedder = Embedder()
     with database.connect() as conn:
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         embed_chunks(conn, frame, embedder)
         outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
     return outcome.version, embedder
@@ -129,7 +129,7 @@ def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
 
 def test_a_paragraph_answers_with_its_own_verses_not_its_neighbours(conn, small_index):
     version, _ = small_index
-    table = sql.Identifier(store.get_version(conn, version).table_name)
+    table = sql.Identifier(versions.get_version(conn, version).table_name)
     verse_text = dict(conn.execute(sql.SQL("SELECT refs[1], text FROM {} WHERE granularity = 'verse'").format(table)).fetchall())
     paragraphs = [r for query in ("do not be anxious about anything", "the Lord is my shepherd")
                   for r in find(conn, small_index, query, config=SearchConfig(mode="vector")).results
@@ -153,14 +153,14 @@ def test_a_version_is_searched_with_the_model_that_embedded_it(conn, small_index
     int8 = Embedder(choice=ModelChoice(MODEL_NAME, "int8"))
     embed_chunks(conn, frame, int8)
     version = build_index(conn, frame, int8.model_id, [], switch_live=False).version
-    assert store.get_version(conn, version).model_id == int8.model_id != small_index[1].model_id
+    assert versions.get_version(conn, version).model_id == int8.model_id != small_index[1].model_id
     vector = SearchConfig(mode="vector")
     query = "the Lord is my shepherd"
     # This process embeds in fp32; the version's own model embeds the query all the same.
     as_configured = search(conn, query, version=version, embedder=small_index[1], config=vector).results
     as_built = search(conn, query, version=version, embedder=int8, config=vector).results
     assert as_configured and [(r.chunk_id, r.score) for r in as_configured] == [(r.chunk_id, r.score) for r in as_built]
-    unknown = store.get_version(conn, version)
+    unknown = versions.get_version(conn, version)
     conn.execute("UPDATE index_versions SET model_id = 'e5-small@1.0' WHERE version = %s", [version])
     try:
         response = search(conn, query, version=version, embedder=small_index[1], config=vector)
@@ -176,7 +176,7 @@ def test_a_version_is_searched_with_the_model_that_embedded_it(conn, small_index
 
 def test_the_graph_links_what_the_corpus_cites(conn, small_index):
     version, _ = small_index
-    table = store.get_version(conn, version).table_name
+    table = versions.get_version(conn, version).table_name
     with conn.transaction():
         security.act_as_reader(conn, ("public", "user:alice"))
         as_alice = xrefs.linked(conn, table, ["ps_23_1"], depth=1)
@@ -202,12 +202,12 @@ def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
 def test_word_statistics_reveal_no_private_word(conn, small_index, database):
     import psycopg
 
-    table = store.get_version(conn, small_index[0]).table_name
+    table = versions.get_version(conn, small_index[0]).table_name
     with psycopg.connect(database.reader_url(security.READER_ROLE), autocommit=True) as reader:
         with reader.transaction():
             reader.execute("SELECT set_config('lectio.principals', %s, true)",
                            (security.sign(conn, ["public", "user:alice"]),))
-            assert reader.execute(f"SELECT count(*) FROM {store.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
+            assert reader.execute(f"SELECT count(*) FROM {tables.lexicon_table(table)} WHERE word = 'quillwort'").fetchone()[0] == 0
             # The postings hold private words too, and show them only to whom the chunk's ACL names.
             assert reader.execute(f"SELECT count(*) FROM {postings.table_name(table)} WHERE term = 'quillwort'").fetchone()[0] == 1
         with reader.transaction():
@@ -225,7 +225,7 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
 
 def lexical_both_ways(conn, small_index, query, principals=("public",), filters=Filters(), config=SearchConfig()):
     """BM25 candidates read from the postings, and by scoring every chunk that holds a query word."""
-    info = store.get_version(conn, small_index[0])
+    info = versions.get_version(conn, small_index[0])
     table = info.table_name
     chosen = _Filters(principals, filters, (info.rows, info.avg_doc_lexemes))
     where, params = chosen.where("WEB")
@@ -270,7 +270,7 @@ def test_postings_read_deep_enough_score_as_before(conn, small_index):
 
 
 def test_stored_title_words_match_as_the_titles_do(conn, small_index):
-    table = store.get_version(conn, small_index[0]).table_name
+    table = versions.get_version(conn, small_index[0]).table_name
     where, params = _Filters(("public",), Filters()).where("WEB")
     found = []
     for query in ("The Good Shepherd", "the Lord is my shepherd", "peace with God"):
@@ -284,7 +284,7 @@ def test_stored_title_words_match_as_the_titles_do(conn, small_index):
 
 
 def test_a_title_matches_only_a_query_it_holds_most_of(conn, small_index):
-    table = store.get_version(conn, small_index[0]).table_name
+    table = versions.get_version(conn, small_index[0]).table_name
     where, params = _Filters(("public",), Filters()).where("WEB")
 
     def titled(query, config=SearchConfig()):
@@ -314,7 +314,7 @@ def test_citations_count_public_texts_once_each():
 
 def test_often_cited_passages_rise_among_close_hits(conn, small_index):
     version, _ = small_index
-    table = store.get_version(conn, version).table_name
+    table = versions.get_version(conn, version).table_name
     counts = dict(conn.execute(f"SELECT ref, chunks FROM {prominence.table_name(table)}").fetchall())
     assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
     # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
@@ -377,7 +377,7 @@ def test_a_word_gets_its_entry_then_the_verses_that_use_it(conn, small_index, qu
     assert response.results[0].chunk_id == "strongs_g25"
     verses = [r for r in response.results[1:] if r.granularity == "verse"]
     assert verses and {r.translation for r in verses} == {"WEB"}
-    table = store.get_version(conn, small_index[0]).table_name
+    table = versions.get_version(conn, small_index[0]).table_name
     tagged = conn.execute(
         f"SELECT count(*) FROM {table} WHERE chunk_id = ANY(%s) AND metadata -> 'strongs' ? 'G25'",
         [[r.chunk_id for r in verses]],

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from lectio.index import revocation, store
+from lectio.index import locks, revocation, schema, versions
 from lectio.sources import load_source
 from pipelines.cli import main as cli
 
@@ -47,7 +47,7 @@ class Home:
 
     def connect(self):
         conn = self.database.connect()
-        store.ensure_schema(conn)
+        schema.ensure_schema(conn)
         return conn
 
 
@@ -87,15 +87,15 @@ def run(home: Home, sources: Path, **kwargs):
 
 def test_a_second_writer_is_refused_while_one_holds_the_database(home, capsys):
     with home.connect() as conn, home.connect() as writing:
-        before = len(store.list_versions(conn))
-        with store.writer_lock(writing, "a test's run"):
+        before = len(versions.list_versions(conn))
+        with locks.writer_lock(writing, "a test's run"):
             for argv in (["run", "--candidate"], ["index", "prune", "--keep", "0"], ["index", "switch", "v1"]):
                 capsys.readouterr()
                 assert cli(argv) == 2, argv
                 err = capsys.readouterr().err
                 assert "another lectio run, migration or index change is writing" in err, (argv, err)
                 assert len(err.strip().splitlines()) == 1  # one line, no traceback
-        assert len(store.list_versions(conn)) == before
+        assert len(versions.list_versions(conn)) == before
 
 
 def test_chunks_replaced_under_a_run_are_not_indexed(home):
@@ -125,7 +125,7 @@ def test_chunks_replaced_under_a_run_are_not_indexed(home):
     theirs = ingest(partial)  # the other run, between this run's ingest and its index
     assert theirs["chunks"].value < mine["chunks"].value
     with home.connect() as conn:
-        live_before = store.live_version(conn)
+        live_before = versions.live_version(conn)
     config = {"failed_sources": [], "switch_live": True,
               "expected_chunks": {"notes-alice": mine["fingerprint"].value}}
     result = build_definitions(full).resolve_job_def(INDEX_JOB).execute_in_process(
@@ -135,9 +135,9 @@ def test_chunks_replaced_under_a_run_are_not_indexed(home):
     assert "notes-alice" in metadata["failed_sources"].value
     assert "another run replaced them" in metadata["decision"].value
     with home.connect() as conn:
-        built = store.get_version(conn, metadata["version"].value)
+        built = versions.get_version(conn, metadata["version"].value)
         assert "notes-alice" not in built.sources
-        assert store.live_version(conn) == live_before  # nothing went live on the other run's chunks
+        assert versions.live_version(conn) == live_before  # nothing went live on the other run's chunks
 
 
 # ---------------------------------------------------------------- bad bytes fail one source
@@ -172,9 +172,9 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
     second = run(home, fixed)
     assert second.index["live"] and second.index["version"] != exposed
     with home.connect() as conn:
-        info = store.get_version(conn, exposed)
+        info = versions.get_version(conn, exposed)
         assert info.status == "revoked" and "notes-alice" in info.revoked_reason
-        assert store.previous_version(conn) == exposed
+        assert versions.previous_version(conn) == exposed
 
     # Not served by name, not switched to, not rolled back to; each says which source.
     for argv in (["search", "Romans 8:28", "--index", exposed], ["index", "switch", exposed], ["index", "rollback"]):
@@ -183,7 +183,7 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
         err = capsys.readouterr().err
         assert "revoked" in err and "notes-alice" in err, (argv, err)
     with home.connect() as conn:
-        assert store.live_version(conn) == second.index["version"]
+        assert versions.live_version(conn) == second.index["version"]
         from lectio.retrieval.search import search
 
         refused = search(conn, "Romans 8:28", version=exposed)
@@ -195,7 +195,7 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
     out = json.loads(capsys.readouterr().out)
     assert exposed in out["dropped"]
     with home.connect() as conn:
-        assert store.get_version(conn, exposed) is None and store.previous_version(conn) is None
+        assert versions.get_version(conn, exposed) is None and versions.previous_version(conn) is None
 
 
 def test_a_version_built_before_the_fix_is_refused_even_without_a_new_run(home, capsys, monkeypatch):
@@ -207,7 +207,7 @@ def test_a_version_built_before_the_fix_is_refused_even_without_a_new_run(home, 
     assert cli(["index", "switch", candidate]) == 2
     assert "notes-alice" in capsys.readouterr().err
     with home.connect() as conn:
-        assert store.get_version(conn, candidate).status == "revoked"
+        assert versions.get_version(conn, candidate).status == "revoked"
     assert load_source(home.folder / "fixed.yaml", "notes-alice").acl == ("user:alice",)
 
 

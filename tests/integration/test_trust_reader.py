@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from lectio.index import revocation, security, store
+from lectio.index import revocation, security, tables, versions
 from lectio.index.database import with_database
 from pipelines.cli import main as cli
 from tests.integration.test_trust import FIXTURES, home, run, sources_yaml  # noqa: F401 (the fixture)
@@ -43,7 +43,7 @@ def forged(inner: bytes, outer: bytes, principals: list[str], seconds: int = 600
 def live_table(home) -> str:
     assert run(home, home.sources("base")).index["live"]
     with home.connect() as conn:
-        return store.get_version(conn).table_name
+        return versions.get_version(conn).table_name
 
 
 # ---------------------------------------------------------------- a reader cannot shadow
@@ -152,14 +152,14 @@ def test_revocation_withdraws_every_table_the_version_owns(home):
     leaked = run(home, home.sources("leaked", alice_acl="public"))
     version = leaked.index["version"]
     with home.connect() as conn:
-        table = store.get_version(conn, version).table_name
-        owned = store.version_tables(conn, table)
+        table = versions.get_version(conn, version).table_name
+        owned = tables.version_tables(conn, table)
         assert {f"{what}_{version}" for what in ("chunks", "lexicon", "postings", "xrefs")} <= set(owned)
         assert all(readable(conn, t) for t in owned)  # served while the file allowed it
     run(home, home.sources("fixed"))
     with home.connect() as conn:
-        assert store.get_version(conn, version).status == "revoked"
-        assert [t for t in store.version_tables(conn, table) if readable(conn, t)] == []
+        assert versions.get_version(conn, version).status == "revoked"
+        assert [t for t in tables.version_tables(conn, table) if readable(conn, t)] == []
         # Not only what lectio lists: any relation whose name ends in the version's suffix.
         named = [name for (name,) in conn.execute(
             "SELECT relname FROM pg_class WHERE relname LIKE %s AND relkind IN ('r', 'p', 'v', 'm', 'f')",
@@ -184,9 +184,9 @@ def test_a_leak_fixed_by_deleting_the_source_is_revoked(home, capsys):
     second = run(home, without)
     assert second.index["live"] and second.index["version"] != version
     with home.connect() as conn:
-        info = store.get_version(conn, version)
+        info = versions.get_version(conn, version)
         assert info.status == "revoked" and "no longer in the sources file" in info.revoked_reason
-        assert store.previous_version(conn) == version
+        assert versions.previous_version(conn) == version
     for argv in (["search", "prayer", "--index", version], ["index", "rollback"], ["index", "switch", version]):
         capsys.readouterr()
         assert cli(argv) == 2, argv
@@ -199,15 +199,15 @@ def test_widening_an_acl_keeps_narrower_versions_and_narrowing_back_restores_the
     assert wide.index["live"] and wide.index["version"] != narrow.index["version"]
     with home.connect() as conn:
         # Public covers every principal: a version that showed the notes to alice only shows less.
-        assert store.get_version(conn, narrow.index["version"]).status == "ready"
+        assert versions.get_version(conn, narrow.index["version"]).status == "ready"
     again = run(home, home.sources("narrow-again"))
     assert again.index["version"] == narrow.index["version"] and again.index["live"]
     with home.connect() as conn:
-        assert store.get_version(conn, wide.index["version"]).status == "revoked"
+        assert versions.get_version(conn, wide.index["version"]).status == "revoked"
         # Widened back: the file allows all it shows, so it is served again, tables and all.
         judgement = revocation.judge(conn, {"staff-guide": ("public",), PRIVATE: ("public",)})
         assert wide.index["version"] in judgement.reinstated
-        info = store.get_version(conn, wide.index["version"])
+        info = versions.get_version(conn, wide.index["version"])
         assert info.status == "ready" and readable(conn, info.table_name)
         revocation.judge(conn, {"staff-guide": ("public",), PRIVATE: ("user:alice",)})
 
@@ -222,7 +222,7 @@ def test_a_search_never_revokes_whatever_sources_file_it_is_given(home, monkeypa
                  ["index", "list"]):
         assert cli(argv) == 0, argv
     with home.connect() as conn:
-        assert store.get_version(conn, wide.index["version"]).status == "ready"
+        assert versions.get_version(conn, wide.index["version"]).status == "ready"
     # An explicit audit applies the file.
     capsys.readouterr()
     assert cli(["index", "audit", "--json"]) == 0
@@ -230,7 +230,7 @@ def test_a_search_never_revokes_whatever_sources_file_it_is_given(home, monkeypa
     monkeypatch.setenv("LECTIO_SOURCES", str(home.sources("wide-again", alice_acl="public")))
     assert cli(["index", "audit"]) == 0
     with home.connect() as conn:
-        assert store.get_version(conn, wide.index["version"]).status == "ready"
+        assert versions.get_version(conn, wide.index["version"]).status == "ready"
     run(home, home.sources("base"))
 
 

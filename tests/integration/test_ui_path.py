@@ -22,7 +22,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import Queued
 from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
 from dagster_graphql.test.utils import execute_dagster_graphql
 
-from lectio.index import store
+from lectio.index import schema, versions
 from pipelines.automation import index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
@@ -96,8 +96,8 @@ def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, 
     instance, workspace, sources = ui
     since = index_cursor(time.time())
     with database.connect() as conn:
-        store.ensure_schema(conn)
-        live_before = store.live_version(conn)
+        schema.ensure_schema(conn)
+        live_before = versions.live_version(conn)
 
     # Both sources, so the index has every source and may go live; the queue runs two at a time.
     run_ids = [_launch_from_ui(workspace, INGEST_JOB, key) for key in ("ui-rota", "ui-notice")]
@@ -123,7 +123,7 @@ def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, 
     built = index.asset_materializations_for_node("search_index")[0].metadata
     assert built["sources"].value == "ui-notice, ui-rota" and not built["reused_existing_version"].value
     with database.connect() as conn:
-        live = store.live_version(conn)
+        live = versions.live_version(conn)
     assert live == built["version"].value and live != live_before
 
 

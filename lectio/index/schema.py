@@ -1,0 +1,94 @@
+"""The shared schema (the version registry's tables, the embedding cache, the reader role and its
+grants) and its migration, run once per SCHEMA_VERSION rather than on every connection."""
+
+from __future__ import annotations
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from lectio.embedding.cache import CACHE_SCHEMA
+from lectio.index import locks, security, tables
+
+_SCHEMA = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE SEQUENCE IF NOT EXISTS index_version_seq;
+CREATE TABLE IF NOT EXISTS index_versions (
+    version text PRIMARY KEY,
+    table_name text NOT NULL,
+    ruleset text NOT NULL,
+    model_id text NOT NULL,
+    fingerprint text NOT NULL,
+    sources jsonb NOT NULL,
+    rows integer,
+    status text NOT NULL,
+    metrics jsonb NOT NULL DEFAULT '{}',
+    build_seconds double precision,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+-- Columns added after the first release: homes created before them get them here.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS avg_doc_lexemes double precision;
+-- Per source, every principal its chunks are visible to: what a version exposes, so a version
+-- can be compared with the sources file as it stands without reading its table.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS source_acls jsonb;
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS revoked_reason text;
+-- The INDEX_LAYOUT a version was built with: searches use what its tables hold (NULL: before 7).
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS layout integer;
+CREATE TABLE IF NOT EXISTS live_index (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version text NOT NULL REFERENCES index_versions (version),
+    previous text REFERENCES index_versions (version),
+    switched_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+# Bump when the shared schema changes (tables, functions, policies on existing versions);
+# ensure_schema then migrates once and every later call costs one read.
+# 2: principals reach row-level security as a signed token (lectio.index.security); existing
+#    version tables get the new policy. 'revoked' versions.
+# 3: the policy in a form the planner plans around (lectio.index.security._POLICY).
+# 4: index_versions.layout, and versions' postings tables protected.
+# 5: definer functions pin search_path with pg_temp last; PUBLIC loses TEMP, CREATE, large
+#    objects and Dagster's database; the reader no longer sees index_versions.rows.
+SCHEMA_VERSION = 5
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    """Create or migrate the shared schema when its version is behind; otherwise only a read.
+    DDL takes locks that queue behind open searches, so it must not run on every call."""
+    if _schema_version(conn) < SCHEMA_VERSION:
+        with conn.transaction():
+            locks.lock_schema(conn)
+            if _schema_version(conn) < SCHEMA_VERSION:
+                _migrate_schema(conn)
+    register_vector(conn)
+
+
+def _schema_version(conn: psycopg.Connection) -> int:
+    if conn.execute("SELECT to_regclass('lectio_schema')").fetchone()[0] is None:
+        return 0
+    row = conn.execute("SELECT version FROM lectio_schema").fetchone()
+    return row[0] if row else 0
+
+
+def _migrate_schema(conn: psycopg.Connection) -> None:
+    conn.execute(_SCHEMA)
+    conn.execute(CACHE_SCHEMA)
+    conn.execute(security.SCHEMA)
+    security.create_reader_role(conn)
+    reader = sql.Identifier(security.READER_ROLE)
+    # The reader needs a version's table and its BM25 statistics, not which sources it holds,
+    # how many rows (private ones included) or how they score: those columns stay the owner's.
+    conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, layout) ON index_versions TO {}")
+                 .format(reader))
+    conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
+    # Versions built under an older policy get the current one.
+    for (table,) in conn.execute(
+        "SELECT table_name FROM index_versions WHERE status = 'ready' AND to_regclass(table_name) IS NOT NULL"
+    ).fetchall():
+        tables.protect_version(conn, table)
+    conn.execute("CREATE TABLE IF NOT EXISTS lectio_schema (version integer NOT NULL)")
+    conn.execute("DELETE FROM lectio_schema")
+    conn.execute("INSERT INTO lectio_schema (version) VALUES (%s)", (SCHEMA_VERSION,))

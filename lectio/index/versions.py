@@ -1,0 +1,195 @@
+"""The version registry: each index version's record, its identity (fingerprint), the live
+pointer and the rollback target, and dropping a version with everything it owns.
+
+An index version is built completely in its own table before anything points at it; switching
+the live version is a single-row update in one transaction, so a reader never sees a half-built
+index and a failed build leaves the live one as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import psycopg
+from psycopg import sql
+
+from lectio.index import locks, tables
+
+
+@dataclass(frozen=True)
+class IndexVersion:
+    version: str
+    table_name: str
+    ruleset: str
+    model_id: str
+    fingerprint: str
+    sources: list[str]
+    rows: int | None
+    status: str
+    metrics: dict[str, Any]
+    live: bool
+    revoked_reason: str | None = None
+    layout: int | None = None  # INDEX_LAYOUT it was built with; None before 7
+    avg_doc_lexemes: float | None = None  # BM25's mean document length
+
+
+def source_fingerprints(chunks: pd.DataFrame) -> dict[str, str]:
+    """Per source, the identity of its chunks (ids, texts, ACLs): what one run made, so the index
+    can tell that the chunks it is about to load are still those."""
+    return {str(sid): fingerprint(frame, "") for sid, frame in chunks.groupby("source_id", sort=True)}
+
+
+def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
+    """Identity of an index's content: same chunks, same model, same layout → same index."""
+    digest = hashlib.sha256(f"{tables.INDEX_LAYOUT}|{model_id}".encode())
+    ordered = chunks.sort_values("chunk_id")
+    for row in ordered[["chunk_id", "content_hash", "acl", "ruleset", "parent_id"]].itertuples(index=False):
+        digest.update(json.dumps(list(row), default=list).encode())
+    return digest.hexdigest()
+
+
+def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
+    live = live_version(conn)
+    rows = conn.execute(
+        f"SELECT {_VERSION_COLUMNS} FROM index_versions ORDER BY created_at, version"
+    ).fetchall()
+    return [_version(row, live) for row in rows]
+
+
+_VERSION_COLUMNS = ("version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, "
+                    "revoked_reason, layout, avg_doc_lexemes")
+
+
+def _version(row: tuple, live: str | None) -> IndexVersion:
+    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10], avg_doc_lexemes=row[11])
+
+
+def get_version(conn: psycopg.Connection, version: str | None = None) -> IndexVersion | None:
+    """A version's record (the live one when `version` is None), in one read: searches ask this
+    first, so it must cost one round trip."""
+    row = conn.execute(
+        f"SELECT {_VERSION_COLUMNS}, (SELECT version FROM live_index) FROM index_versions "
+        "WHERE version = coalesce(%s, (SELECT version FROM live_index))",
+        (version,),
+    ).fetchone()
+    return _version(row[:-1], row[-1]) if row else None
+
+
+def live_version(conn: psycopg.Connection) -> str | None:
+    row = conn.execute("SELECT version FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def previous_version(conn: psycopg.Connection) -> str | None:
+    """The rollback target: what was live before the last switch."""
+    row = conn.execute("SELECT previous FROM live_index").fetchone()
+    return row[0] if row else None
+
+
+def find_ready_version(conn: psycopg.Connection, fp: str) -> str | None:
+    row = conn.execute(
+        "SELECT version FROM index_versions WHERE fingerprint = %s AND status = 'ready' "
+        "ORDER BY created_at DESC LIMIT 1",
+        (fp,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def switch_live(conn: psycopg.Connection, version: str) -> None:
+    with conn.transaction():
+        status = conn.execute("SELECT status FROM index_versions WHERE version = %s", (version,)).fetchone()
+        if status is None:
+            raise ValueError(f"no index version {version!r}")
+        if status[0] == "revoked":
+            raise ValueError(f"index version {version!r} is revoked and is never served: {revoked_reason(conn, version)}")
+        if status[0] != "ready":
+            raise ValueError(f"index version {version!r} is {status[0]}, not ready")
+        conn.execute(
+            "INSERT INTO live_index (version) VALUES (%s) ON CONFLICT (singleton) DO UPDATE "
+            "SET previous = live_index.version, version = EXCLUDED.version, switched_at = now() "
+            "WHERE live_index.version IS DISTINCT FROM EXCLUDED.version",
+            (version,),
+        )
+
+
+def revoked_reason(conn: psycopg.Connection, version: str) -> str:
+    row = conn.execute("SELECT revoked_reason FROM index_versions WHERE version = %s", (version,)).fetchone()
+    return (row[0] if row else None) or "revoked"
+
+
+def merge_metrics(conn: psycopg.Connection, version: str, metrics: dict[str, Any]) -> None:
+    """Add or replace top-level keys of a version's metrics (evaluations, gate decisions)."""
+    updated = conn.execute(
+        "UPDATE index_versions SET metrics = metrics || %s::jsonb WHERE version = %s",
+        (json.dumps(metrics, default=str), version),
+    ).rowcount
+    if not updated:
+        raise ValueError(f"no index version {version!r}")
+
+
+def mark_abandoned_builds(conn: psycopg.Connection) -> list[str]:
+    """Mark 'building' versions whose builder is gone (killed mid-build) as 'abandoned'.
+
+    Their tables were never committed, so there is nothing to clean up but the record; a
+    build still running holds its advisory lock and is left alone. Call it on a connection that
+    is not building: advisory locks are re-entrant within one session."""
+    abandoned = []
+    for version, number in conn.execute(
+        "SELECT version, substr(version, 2)::bigint FROM index_versions WHERE status = 'building'"
+    ).fetchall():
+        with locks.builder_gone(conn, number) as gone:
+            if gone:
+                conn.execute(
+                    "UPDATE index_versions SET status = 'abandoned' WHERE version = %s AND status = 'building'",
+                    (version,),
+                )
+                abandoned.append(version)
+    return abandoned
+
+
+def drop_version(conn: psycopg.Connection, version: str) -> None:
+    """Drop a version's chunk and lexicon tables and its record, in one transaction.
+
+    The live version and the rollback target are refused; the live pointer is locked for the
+    transaction so neither can become one of them meanwhile."""
+    with conn.transaction():
+        pointer = conn.execute("SELECT version, previous FROM live_index FOR UPDATE").fetchone()
+        row = conn.execute(
+            "SELECT table_name, status FROM index_versions WHERE version = %s FOR UPDATE", (version,)
+        ).fetchone()
+        if row is None:
+            raise ValueError(f"no index version {version!r}")
+        table, status = row
+        if pointer and version == pointer[0]:
+            raise ValueError(f"index version {version!r} is live; it cannot be dropped")
+        if pointer and version == pointer[1]:
+            if status != "revoked":
+                raise ValueError(f"index version {version!r} is the rollback target; it cannot be dropped")
+            conn.execute("UPDATE live_index SET previous = NULL")  # nothing to roll back to now
+        if status == "building":
+            raise ValueError(f"index version {version!r} is still being built")
+        for owned in tables.version_tables(conn, table):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(owned)))
+        conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
+
+
+def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
+    """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner,
+    past row-level security: for checks over a whole version (migrations), never to answer a
+    caller."""
+    info = get_version(conn, version)
+    if info is None or info.status != "ready":
+        raise ValueError(f"index version {version!r} is not ready")
+    names = [name for name, _ in tables.CHUNK_COLUMNS]
+    rows = conn.execute(
+        sql.SQL("SELECT {} FROM {} ORDER BY chunk_id").format(
+            sql.SQL(", ").join(map(sql.Identifier, names)), sql.Identifier(info.table_name))
+    ).fetchall()
+    frame = pd.DataFrame(rows, columns=names)
+    # Tables of layout 3 hold metadata as JSON text inside a jsonb string.
+    frame["metadata"] = frame["metadata"].map(lambda m: json.loads(m) if isinstance(m, str) else m)
+    return frame
