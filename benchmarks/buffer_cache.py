@@ -31,7 +31,8 @@ from lectio.index import mirror, security, versions
 from lectio.index.database import ensure_database, shared_buffers_mb
 from lectio.retrieval import candidates
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, _Filters, search
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, _Filters, search
 from lectio.settings import load_settings
 
 DEFAULT_MB = 128

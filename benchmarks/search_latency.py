@@ -47,7 +47,8 @@ from lectio.index import security
 from lectio.retrieval import candidates as retrievers
 from lectio.retrieval import lexical, rerank
 from lectio.retrieval.candidates import lexical_candidates
-from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Filters, SearchConfig, _Filters,
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, _Filters,
                                      expansion_words, search)
 from lectio.settings import load_settings
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from lectio.index import locks, revocation, schema, versions
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
+from lectio.retrieval.filters import FILTER_HELP, Filters
 from lectio.sources import SourceError, check_principals, load_sources
 
 
@@ -49,19 +50,49 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--sources", help="sources file (default data/sources.yaml)")
     dev.add_argument("--port", type=int, default=3000)
 
-    search = command("search", _search, "search the live index")
+    _search_options(command("search", _search, "search the live index"))
+
+    serve = command("serve", _serve, "the HTTP search service: GET /search, /health, /ready, /metrics, /docs")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--pool", type=int, default=8, help="database connections (default 8)")
+
+    _eval_options(command("eval", _eval, "score an index version against a labelled query set"))
+
+    index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
+    index.add_argument("action", choices=["list", "switch", "rollback", "prune", "audit"],
+                       help="audit: judge every version against the sources file (revoke what shows too much)")
+    index.add_argument("version", nargs="?")
+    index.add_argument("--keep", type=int, default=3,
+                       help="prune: other versions kept besides the live one and the rollback target (default 3)")
+
+    _migrate_options(command("migrate", _migrate, "build a candidate index beside the live one, gate it on "
+                             "labelled queries, switch it in only if it is no worse"))
+
+    token = command("token", _token, "print a signed principals token for reading as lectio_reader over "
+                    "a connection of your own (SET lectio.principals = '<token>' in each transaction)")
+    token.add_argument("--principal", action="append", required=True, help="principal (repeatable)")
+    token.add_argument("--seconds", type=int, default=300, help="lifetime of the token (default 300)")
+
+    command("down", _down, "stop the embedded database of LECTIO_HOME")
+
+    dagster = commands.add_parser(
+        "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
+    )
+    dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
+    dagster.set_defaults(handler=_dagster, command="dagster")
+    return parser
+
+
+def _search_options(search: argparse.ArgumentParser) -> None:
     search.add_argument("query")
     search.add_argument("--k", type=int, default=10)
     search.add_argument("--principal", action="append", help="caller principal (repeatable); default public")
-    search.add_argument("--kind")
-    search.add_argument("--translation")
+    for name, help in FILTER_HELP.items():
+        search.add_argument(f"--{name}", help=help)
     search.add_argument("--index", help="index version (default: the live one)")
     search.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
     search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
-    search.add_argument("--testament", help="OT or NT")
-    search.add_argument("--genre", help="law, history, wisdom, poetry, prophecy, gospel, epistle or apocalyptic")
-    search.add_argument("--tradition", help="a commentary's tradition, as its source names it")
-    search.add_argument("--tier", help="a commentary's tier, as its source names it")
     search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
                         help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
     search.add_argument("--prominence", type=float, metavar="WEIGHT",
@@ -73,12 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--token", help="with --server: a JWT whose 'principals' claim says who is asking "
                         "(default: $LECTIO_TOKEN; none: public)")
 
-    serve = command("serve", _serve, "the HTTP search service: GET /search, /health, /ready, /metrics, /docs")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--pool", type=int, default=8, help="database connections (default 8)")
 
-    evaluate = command("eval", _eval, "score an index version against a labelled query set")
+def _eval_options(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("queries", help="JSONL query set, one labelled query per line")
     evaluate.add_argument("--k", type=int, default=20)
     evaluate.add_argument("--index", help="index version (default: the live one)")
@@ -95,15 +122,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="also score plain verse-vector, verse-BM25, verse-hybrid and chapter-vector designs "
                                "on the same index version")
 
-    index = command("index", _index, "list index versions, switch or roll back the live one, prune old ones")
-    index.add_argument("action", choices=["list", "switch", "rollback", "prune", "audit"],
-                       help="audit: judge every version against the sources file (revoke what shows too much)")
-    index.add_argument("version", nargs="?")
-    index.add_argument("--keep", type=int, default=3,
-                       help="prune: other versions kept besides the live one and the rollback target (default 3)")
 
-    migrate = command("migrate", _migrate, "build a candidate index beside the live one, gate it on "
-                      "labelled queries, switch it in only if it is no worse")
+def _migrate_options(migrate: argparse.ArgumentParser) -> None:
     migrate.add_argument("--sources", help="sources file with the new rules (default data/sources.yaml)")
     migrate.add_argument("--queries", nargs="+", metavar="Q.jsonl",
                          help="labelled query sets to gate on (default data/queries/theology.jsonl)")
@@ -115,20 +135,6 @@ def _parser() -> argparse.ArgumentParser:
                          help="other versions kept besides the live one and the rollback target (default 3)")
     migrate.add_argument("--k", type=int, default=20)
     migrate.add_argument("--mode", choices=["hybrid", "vector", "lexical"], default="hybrid")
-
-    token = command("token", _token, "print a signed principals token for reading as lectio_reader over "
-                    "a connection of your own (SET lectio.principals = '<token>' in each transaction)")
-    token.add_argument("--principal", action="append", required=True, help="principal (repeatable)")
-    token.add_argument("--seconds", type=int, default=300, help="lifetime of the token (default 300)")
-
-    command("down", _down, "stop the embedded database of LECTIO_HOME")
-
-    dagster = commands.add_parser(
-        "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
-    )
-    dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
-    dagster.set_defaults(handler=_dagster, command="dagster")
-    return parser
 
 
 def _print(args, payload: dict, text: str) -> None:
@@ -199,21 +205,17 @@ def _dev(args) -> int:
 def _search(args) -> int:
     if args.server:
         return _search_server(args)
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
 
     settings = load_settings()
-    filters = Filters(kind=args.kind, translation=args.translation, testament=args.testament, genre=args.genre,
-                      tradition=args.tradition, tier=args.tier)
-    if problem := filters.problem():
-        raise ValueError(f"--{problem}")
+    filters = _filters(args)
     if args.k < 1:
-        print(f"lectio search: --k must be at least 1, not {args.k}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--k must be at least 1, not {args.k}")
     principals = check_principals(args.principal or DEFAULT_PRINCIPALS)
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
         if args.index:
-            _refuse_unservable(conn, args.index)
+            revocation.refuse_unservable(conn, args.index)
         response = search(
             conn,
             args.query,
@@ -237,33 +239,21 @@ def _print_results(args, payload: dict) -> int:
     return 0 if payload["results"] else 1
 
 
+def _filters(args) -> Filters:
+    filters = Filters.of(vars(args))
+    if problem := filters.problem():
+        raise ValueError(f"--{problem}")
+    return filters
+
+
 def _search_server(args) -> int:
     """The same search through a running service: no model or database in this process."""
-    import urllib.error
-    import urllib.parse
-    import urllib.request
+    from lectio.serving.client import search_remote
 
     if args.principal:
         raise ValueError("--principal is not sent to a server: principals come from --token")
-    params = {"q": args.query, "k": args.k, "mode": args.mode, **{
-        name: value for name in ("kind", "translation", "testament", "genre", "tradition", "tier")
-        if (value := getattr(args, name)) is not None}}
-    request = urllib.request.Request(f"{args.server.rstrip('/')}/search?{urllib.parse.urlencode(params)}")
-    token = args.token or os.environ.get("LECTIO_TOKEN")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            payload = json.load(answer)
-    except urllib.error.HTTPError as exc:
-        try:
-            body = json.load(exc)
-            reason = body.get("error") or body.get("detail") or exc.reason
-        except ValueError:
-            reason = exc.reason
-        raise ValueError(f"{args.server} answered {exc.code}: {reason}") from None
-    except urllib.error.URLError as exc:
-        raise ValueError(f"cannot reach {args.server}: {exc.reason}") from None
+    payload = search_remote(args.server, args.query, k=args.k, mode=args.mode, filters=Filters.of(vars(args)),
+                            token=args.token or os.environ.get("LECTIO_TOKEN"))
     return _print_results(args, payload)
 
 
@@ -289,12 +279,8 @@ def _eval(args) -> int:
     from lectio.evaluation.querysets import load_queries, select_part
     from lectio.retrieval.config import configured
 
-    try:
-        config = configured(args.settings, mode=args.mode,
-                            **({} if args.prominence is None else {"prominence_weight": args.prominence}))
-    except ValueError as exc:
-        print(f"lectio eval: {exc}", file=sys.stderr)
-        return 2
+    config = configured(args.settings, mode=args.mode,
+                        **({} if args.prominence is None else {"prominence_weight": args.prominence}))
     settings = load_settings()
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
@@ -323,19 +309,16 @@ def _index(args) -> int:
         schema.ensure_schema(conn)
         if args.action == "switch":
             if not args.version:
-                print("lectio index switch needs a VERSION", file=sys.stderr)
-                return 2
+                raise ValueError("switch needs a VERSION")
             with locks.writer_lock(conn, "this switch"):
-                _refuse_if_exposing(conn, args.version, settings)
-                versions.switch_live(conn, args.version)
+                revocation.switch_judged(conn, args.version, load_sources(settings.sources_file))
         elif args.action == "rollback":
             previous = versions.previous_version(conn)
             if not previous:
                 print("no previous version to roll back to", file=sys.stderr)
                 return 1
             with locks.writer_lock(conn, "this rollback"):
-                _refuse_if_exposing(conn, previous, settings)
-                versions.switch_live(conn, previous)
+                revocation.switch_judged(conn, previous, load_sources(settings.sources_file))
         elif args.action == "prune":
             from lectio.index.retention import retain
 
@@ -345,7 +328,7 @@ def _index(args) -> int:
                 print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
         elif args.action == "audit":
             with locks.writer_lock(conn, "this audit"):
-                judgement = _judge(conn, settings)
+                judgement = revocation.judge(conn, revocation.allowed_acls(load_sources(settings.sources_file)))
             if not args.json:
                 print(judgement.describe() or "every version shows only what the sources file allows")
         versions.mark_abandoned_builds(conn)  # a build whose builder is gone is listed as abandoned
@@ -367,27 +350,6 @@ def _index(args) -> int:
     )
     _print(args, payload, text or "no index versions yet")
     return 0
-
-
-def _refuse_if_exposing(conn, version: str, settings) -> None:
-    """Before a switch or rollback: every version is judged against the sources file as it
-    stands, and `version` is refused if it is missing or revoked, naming the sources that make it so."""
-    _judge(conn, settings)
-    _refuse_unservable(conn, version)
-
-
-def _judge(conn, settings) -> revocation.Judgement:
-    return revocation.judge(conn, revocation.allowed_acls(load_sources(settings.sources_file)))
-
-
-def _refuse_unservable(conn, version: str) -> None:
-    """A version that does not exist or is revoked is refused in one line. Read only: searching
-    never judges (a reader's sources file must not revoke what everyone else is served)."""
-    info = versions.get_version(conn, version)
-    if info is None:
-        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
-    if info.status == "revoked":
-        raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
 
 
 def _token(args) -> int:
@@ -415,35 +377,16 @@ def _metrics_line(metrics: dict) -> str:
 
 
 def _migrate(args) -> int:
-    from lectio.evaluation.gate import DEFAULT_TOLERANCES, GateResult, describe
-    from lectio.index.locks import WriterBusy
+    from lectio.evaluation.gate import GateResult, describe, parse_tolerances
     from pipelines.runners import Interrupted, run_migration
 
-    tolerances = dict(DEFAULT_TOLERANCES)
-    if args.tolerance is not None:
-        tolerances["recall@20"] = args.tolerance
-    for item in args.tolerance_for:
-        metric, _, value = item.partition("=")
-        if not value:
-            print(f"--tolerance-for needs METRIC=DROP or METRIC=off, got {item!r}", file=sys.stderr)
-            return 2
-        if value.strip().lower() == "off":
-            tolerances.pop(metric.strip(), None)
-        else:
-            try:
-                tolerances[metric.strip()] = float(value)
-            except ValueError:
-                print(f"--tolerance-for {metric}: {value!r} is not a number or 'off'", file=sys.stderr)
-                return 2
+    tolerances = parse_tolerances(args.tolerance, args.tolerance_for)
     if not args.json:
         logging.basicConfig(format="      %(message)s")
         logging.getLogger("lectio").setLevel(logging.INFO)
     try:
         report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
                                k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
-    except (ValueError, OSError, WriterBusy) as exc:  # before anything is built
-        print(f"lectio migrate: {exc}", file=sys.stderr)
-        return 2
     except Interrupted as exc:
         print(f"lectio migrate: interrupted, {exc}; the live index is unchanged", file=sys.stderr)
         return 130

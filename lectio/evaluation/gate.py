@@ -136,6 +136,26 @@ def check_tolerances(tolerances: Mapping[str, float]) -> dict[str, float]:
     return {m: float(t) for m, t in tolerances.items()}
 
 
+def parse_tolerances(recall: float | None, overrides: Sequence[str]) -> dict[str, float]:
+    """The defaults with recall@20's tolerance replaced by `recall` where given, then each
+    'METRIC=DROP' or 'METRIC=off' (no longer guarded) applied in turn, as a user writes them."""
+    tolerances = dict(DEFAULT_TOLERANCES)
+    if recall is not None:
+        tolerances["recall@20"] = recall
+    for item in overrides:
+        metric, _, value = item.partition("=")
+        if not value:
+            raise ValueError(f"a tolerance is METRIC=DROP or METRIC=off, not {item!r}")
+        if value.strip().lower() == "off":
+            tolerances.pop(metric.strip(), None)
+            continue
+        try:
+            tolerances[metric.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"the tolerance for {metric}: {value!r} is not a number or 'off'") from None
+    return tolerances
+
+
 def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances: Mapping[str, float]):
     """Metrics side by side per query set, the queries whose listed metrics changed, and the
     guarded metrics that dropped too far (as sentences).

@@ -131,7 +131,8 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     """Score one index version (default: the live one) with the same search users get; with
     `baselines`, also the plain designs of lectio.evaluation.baselines on the same version."""
     from lectio.embedding.model import Embedder
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, Filters, SearchConfig, search
+    from lectio.retrieval.filters import Filters
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
 
     embedder, config = Embedder(), config or SearchConfig(mode=mode)
     labelled = [

@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from lectio.index import security, tables
+from lectio.index import security, tables, versions
 from lectio.sources import Source, SourceError
 
 PUBLIC = "public"
@@ -116,3 +116,21 @@ def _reinstate(conn: psycopg.Connection, version: str, table: str) -> None:
         conn.execute("UPDATE index_versions SET status = 'ready', revoked_reason = NULL WHERE version = %s",
                      (version,))
         tables.protect_version(conn, table)
+
+
+def refuse_unservable(conn: psycopg.Connection, version: str) -> None:
+    """A version that does not exist or is revoked is refused in one line. Read only: searching
+    never judges (a reader's sources file must not revoke what everyone else is served)."""
+    info = versions.get_version(conn, version)
+    if info is None:
+        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
+    if info.status == "revoked":
+        raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
+
+
+def switch_judged(conn: psycopg.Connection, version: str, sources: Mapping[str, Source | SourceError]) -> None:
+    """A switch or rollback by hand: every version is first judged against the sources file as it
+    stands, and `version` is refused if it is missing or revoked, naming the sources that make it so."""
+    judge(conn, allowed_acls(sources))
+    refuse_unservable(conn, version)
+    versions.switch_live(conn, version)

@@ -19,6 +19,7 @@ from lectio.index import mirror as mirrors
 from lectio.index import security, versions
 from lectio.retrieval import candidates, lexical, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.filters import Filters
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
 from lectio.embedding.model import Embedder, ModelChoice, one_model_thread
@@ -138,29 +139,6 @@ def search(
             if response is not None:
                 return response
         return _ranked_search(conn, table, query, k, filters, version, config, embedder, layout, vector_conn)
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a caller narrows a search to. Testament and genre are scripture's (chunks of other
-    kinds carry the book's where they comment on one); tradition and tier are a commentary's."""
-
-    kind: str | None = None
-    translation: str | None = None
-    testament: str | None = None  # OT | NT (or old | new, as chunks store it)
-    genre: str | None = None
-    tradition: str | None = None
-    tier: str | None = None
-
-    def problem(self) -> str | None:
-        """The first value no search can mean (not text, blank, or holding a control character),
-        as "<field> must be …"; None when every value is usable. Every way in (CLI, service, query
-        sets) asks this, so they refuse the same things."""
-        for name, value in vars(self).items():
-            if value is not None and (not isinstance(value, str) or not value.strip()
-                                      or any(ord(c) < 32 for c in value)):
-                return f"{name} must be a non-empty line of text, got {value!r}"
-        return None
 
 
 _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}

@@ -16,14 +16,15 @@ from contextlib import asynccontextmanager
 from typing import Literal
 
 import psycopg
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from lectio.embedding.model import Embedder
 from lectio.index import mirror, versions
 from lectio.index.pool import ReadPool
-from lectio.retrieval.search import Filters, SearchConfig, search
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import SearchConfig, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings
 
@@ -102,17 +103,11 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         request: Request,
         q: str = Query(..., min_length=1, max_length=1000, description="the reader's question or a reference"),
         k: int = Query(20, ge=1, le=100),
-        kind: str | None = None,
-        translation: str | None = None,
-        testament: str | None = None,
-        genre: str | None = None,
-        tradition: str | None = None,
-        tier: str | None = None,
+        # Filters' fields are the query parameters, as they are the CLI's options.
+        filters: Filters = Depends(),
         mode: Literal["hybrid", "vector", "lexical"] = "hybrid",
     ):
         principals = verifier.principals(request.headers.get("authorization"))
-        filters = Filters(kind=kind, translation=translation, testament=testament, genre=genre,
-                          tradition=tradition, tier=tier)
         if problem := filters.problem():
             return JSONResponse({"error": problem}, status_code=400)
         started = time.perf_counter()

@@ -10,7 +10,8 @@ import pytest
 
 from lectio.index import mirror, revocation, security, versions
 from lectio.retrieval import candidates, lexical
-from lectio.retrieval.search import Filters, SearchConfig, _Filters, expansion_words, search
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, search
 from lectio.sources import load_sources
 
 # Bob's only note says this; nobody else's chunk comes close.

@@ -19,7 +19,8 @@ from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates
-from lectio.retrieval.search import Filters, SearchConfig, _Filters, expansion_words, search
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
