@@ -109,7 +109,6 @@ def search(
                               message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
-    table, layout = info.table_name, info.layout
     given = filters or Filters()
     if kind or translation:
         given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
@@ -127,18 +126,19 @@ def search(
             embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
         except ValueError as exc:
             return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
+    request = _Request(conn, info.table_name, query, k, filters, version, config, embedder, info.layout, vector_conn)
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.
         security.act_as_reader(conn, principals)
         if ranges:
-            return _lookup(conn, sql.Identifier(table), query, ranges, k, filters, version)
+            return _lookup(request, ranges)
         word = word_study.detect(query) if config.word_study else None
         if word is not None:
-            response = _word_study(conn, table, query, word, k, filters, version, config, embedder, layout)
+            response = _word_study(request, word)
             if response is not None:
                 return response
-        return _ranked_search(conn, table, query, k, filters, version, config, embedder, layout, vector_conn)
+        return _ranked_search(request)
 
 
 _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
@@ -200,6 +200,24 @@ class _Filters:
         return not (given.testament or given.genre or given.tradition or given.tier)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One search as its internals see it: what is asked, of which version, as whom and how.
+    A narrower search inside it (the lexicon entries of a word study) is a replace() of it."""
+
+    conn: psycopg.Connection
+    table_name: str  # the version's chunk table
+    query: str
+    k: int
+    filters: _Filters
+    version: str
+    config: SearchConfig
+    embedder: Embedder | None  # the version's model; a reference is looked up, not embedded
+    layout: int | None  # the version's INDEX_LAYOUT (lectio.index.tables)
+    # A second connection for the vector side, beside the lexical side on `conn`; None for none.
+    vector_conn: psycopg.Connection | None = None
+
+
 def _rows_to_results(rows, scores) -> list[Result]:
     results = []
     for rank, (row, score) in enumerate(zip(rows, scores), start=1):
@@ -213,8 +231,9 @@ def _rows_to_results(rows, scores) -> list[Result]:
     return results
 
 
-def _lookup(conn, table, query, ranges: list[RefRange], k, filters: _Filters, version) -> SearchResponse:
+def _lookup(request: _Request, ranges: list[RefRange]) -> SearchResponse:
     """Verses of the referenced ranges in canonical order (the preferred translation first)."""
+    conn, query, filters, version = request.conn, request.query, request.filters, request.version
     span = sql.SQL(" OR ").join(
         sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Placeholder(f"s{i}"), sql.Placeholder(f"e{i}"))
         for i in range(len(ranges)))
@@ -225,8 +244,8 @@ def _lookup(conn, table, query, ranges: list[RefRange], k, filters: _Filters, ve
         rows = conn.execute(
             sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
                     "ORDER BY ordinal, translation LIMIT %(k)s").format(
-                cols=rerank.SELECT_COLUMNS, table=table, span=span, where=where),
-            {**span_params, **params, "k": k},
+                cols=rerank.SELECT_COLUMNS, table=sql.Identifier(request.table_name), span=span, where=where),
+            {**span_params, **params, "k": request.k},
         ).fetchall()
         if rows:
             return SearchResponse(query, "reference", version, _rows_to_results(rows, [1.0] * len(rows)))
@@ -246,24 +265,24 @@ def expansion_words(query: str, config: SearchConfig) -> str:
                                max_terms=config.expansion_max_terms))
 
 
-def _vector_side(conn, embedder: Embedder, text: str, filters: _Filters, table_name, where, params,
-                 config: SearchConfig):
-    """The query's vector and, on `conn` (a connection of its own, None for none), its HNSW
-    candidates, read as the same principals as the rest of the search."""
-    vector = embedder.encode([text])[0]
+def _vector_side(request: _Request, text: str, where, params):
+    """The query's vector and, on the request's `vector_conn` (a connection of its own, None for
+    none), its HNSW candidates, read as the same principals as the rest of the search."""
+    vector = request.embedder.encode([text])[0]
+    conn = request.vector_conn
     if conn is None:
         return vector, None
     with conn.transaction():
-        security.act_as_reader(conn, filters.principals)
-        return vector, candidates.vector_candidates(conn, table_name, vector, where, params, config)
+        security.act_as_reader(conn, request.filters.principals)
+        return vector, candidates.vector_candidates(conn, request.table_name, vector, where, params, request.config)
 
 
-def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, embedder: Embedder,
-            layout: int | None, rows: sql.Composable | None = None,
-            vector_conn: psycopg.Connection | None = None) -> list[tuple[str, float]]:
+def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
     cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked.
-    The vector side runs on `vector_conn` where there is one, beside the lexical side."""
+    The vector side runs on the request's `vector_conn` where there is one, beside the lexical side."""
+    conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
+    config, layout = request.config, request.layout
     translation = filters.translation or DEFAULT_TRANSLATION
     where, params = filters.where(translation)
     lexical_weight = config.lexical_weight
@@ -278,7 +297,7 @@ def _ranked(conn, table_name, query, filters: _Filters, config: SearchConfig, em
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
         text = f"{query} {extra}" if config.expand_vector and extra else query
-        side = _EMBEDDING.submit(_vector_side, vector_conn, embedder, text, filters, table_name, where, params, config)
+        side = _EMBEDDING.submit(_vector_side, request, text, where, params)
     words = []
     try:
         if config.mode in ("hybrid", "lexical"):
@@ -322,23 +341,23 @@ _TOPIC_ROWS = {
 }
 
 
-def _is_topic(conn, table_name, query, filters: _Filters, config: SearchConfig, ranked) -> bool:
+def _is_topic(request: _Request, ranked) -> bool:
     """A short query that names no passage: its best hit is not a whole pericope. A caller who
     asked for a kind has chosen the rows already."""
-    if filters.given.kind or not config.topic_words or config.topic_rows == "all" or not ranked:
+    config = request.config
+    if request.filters.given.kind or not config.topic_words or config.topic_rows == "all" or not ranked:
         return False
-    if shape.query_shape(query, config.topic_words) != shape.TOPIC:
+    if shape.query_shape(request.query, config.topic_words) != shape.TOPIC:
         return False
-    best = rerank.rows_by_id(conn, table_name, [ranked[0][0]])
+    best = rerank.rows_by_id(request.conn, request.table_name, [ranked[0][0]])
     return bool(best) and best[0][rerank.COLUMNS.index("granularity")] != "pericope"
 
 
-def _ranked_search(conn, table_name, query, k, filters: _Filters, version, config: SearchConfig, embedder,
-                   layout: int | None, vector_conn=None) -> SearchResponse:
-    ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, vector_conn=vector_conn)
-    if _is_topic(conn, table_name, query, filters, config, ranked):
-        ranked = _ranked(conn, table_name, query, filters, config, embedder, layout, _TOPIC_ROWS[config.topic_rows],
-                         vector_conn)
+def _ranked_search(request: _Request) -> SearchResponse:
+    conn, table_name, query, k, config = request.conn, request.table_name, request.query, request.k, request.config
+    ranked = _ranked(request)
+    if _is_topic(request, ranked):
+        ranked = _ranked(request, _TOPIC_ROWS[config.topic_rows])
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or
@@ -351,22 +370,23 @@ def _ranked_search(conn, table_name, query, k, filters: _Filters, version, confi
         hits = rerank.by_query_share(hits, query, config.query_share_weight, config.query_share_depth)
     if config.collapse_covered:
         hits = rerank.collapse_covered(hits, config.min_new_share)
-    if config.per_source is not None and config.mode == "hybrid" and filters.given.kind is None:
+    if config.per_source is not None and config.mode == "hybrid" and request.filters.given.kind is None:
         hits = rerank.spread_sources(hits, config.per_source)
     if config.mmr_lambda is not None:
         hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
     hits = hits[:k]
     return SearchResponse(
-        query, config.mode, version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
+        query, config.mode, request.version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
     )
 
 
-def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters: _Filters, version,
-                config: SearchConfig, embedder, layout: int | None) -> SearchResponse | None:
+def _word_study(request: _Request, word: word_study.WordQuery) -> SearchResponse | None:
     """The lexicon entry (exact, then fuzzy, then by meaning), then the WEB verses tagged with its
     Strong's number. None when a bare word turns out to be no transliteration: an ordinary search
     answers it instead."""
-    entries = _lexicon_entries(conn, table_name, word, filters, config, embedder, layout)
+    conn, table_name, query, k, version = request.conn, request.table_name, request.query, request.k, request.version
+    filters = request.filters
+    entries = _lexicon_entries(request, word)
     if not entries:
         if word.how == "number":
             return SearchResponse(query, "word-study", version, message=f"no Strong's entry for {word.term!r} is in the index")
@@ -381,7 +401,8 @@ def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters:
     order = sql.SQL("ordinal")
     query_params: dict = {}
     if len(rest.split()) >= 2:
-        order, query_params = sql.SQL("embedding <=> %(v)s"), {"v": _EMBEDDING.submit(embedder.encode, [rest]).result()[0]}
+        order = sql.SQL("embedding <=> %(v)s")
+        query_params = {"v": _EMBEDDING.submit(request.embedder.encode, [rest]).result()[0]}
     # Materialised so the planner filters by number first: an HNSW scan ordered by the query
     # would see only its nearest few hundred verses and could return fewer than k.
     verses = conn.execute(
@@ -398,12 +419,12 @@ def _word_study(conn, table_name, query, word: word_study.WordQuery, k, filters:
 _NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+", re.IGNORECASE)
 
 
-def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Filters, config: SearchConfig,
-                     embedder, layout: int | None) -> list[tuple[str, str]]:
+def _lexicon_entries(request: _Request, word: word_study.WordQuery) -> list[tuple[str, str]]:
     """(chunk_id, Strong's number) of the entries the word names, best first."""
-    table = sql.Identifier(table_name)
+    conn, table = request.conn, sql.Identifier(request.table_name)
     # The caller's testament, genre or tradition filters narrow the verses, not the dictionary.
-    where, params = replace(filters, given=Filters(kind="lexicon")).where(None)
+    lexicon = replace(request.filters, given=Filters(kind="lexicon"))
+    where, params = lexicon.where(None)
     language = sql.SQL("TRUE")
     if word.language:
         language = sql.SQL("metadata ->> 'language' = %(language)s")
@@ -441,11 +462,11 @@ def _lexicon_entries(conn, table_name, word: word_study.WordQuery, filters: _Fil
     used = _entries_by_use(conn, table, word, where, params, language)
     if used:
         return used
-    ranked = _ranked(conn, table_name, word.term, replace(filters, given=Filters(kind="lexicon")),
-                     # The word asked about, not its theological neighbours: "grace" must find
-                     # charis, not the words for mercy the expansion would add.
-                     replace(config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False),
-                     embedder, layout)
+    ranked = _ranked(replace(
+        request, query=word.term, filters=lexicon, vector_conn=None,
+        # The word asked about, not its theological neighbours: "grace" must find charis, not
+        # the words for mercy the expansion would add.
+        config=replace(request.config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False)))
     ids = [chunk_id for chunk_id, _ in ranked[:50]]
     return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
 
