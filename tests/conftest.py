@@ -3,10 +3,15 @@ a small fixture corpus (a handful of chapters) run through the real pipeline onc
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 import pytest
 
@@ -22,30 +27,86 @@ def fixture_sources(tmp_path_factory) -> Path:
     return folder / "sources.yaml"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def lectio_env(tmp_path_factory, fixture_sources):
-    """A throwaway LECTIO_HOME; the downloaded corpus is shared across sessions.
+@dataclass
+class Home:
+    """A LECTIO_HOME of its own: its settings, its folder of sources, and its database, started
+    on first use (a test that never connects starts no server)."""
+
+    settings: Any
+    folder: Path
+    write_sources: Callable[..., str] | None = None  # the sources file a test varies, as text
+
+    @cached_property
+    def database(self):
+        from lectio.index.database import ensure_database
+
+        return ensure_database(self.settings)
+
+    def sources(self, name: str, *args, **options) -> Path:
+        """A sources file `name`.yaml in the home's folder, from write_sources(*args, **options)."""
+        path = self.folder / f"{name}.yaml"
+        path.write_text(self.write_sources(*args, **options))
+        return path
+
+    def use(self, sources: Path):
+        return dataclasses.replace(self.settings, sources_file=sources)
+
+    def connect(self):
+        from lectio.index import schema
+
+        conn = self.database.connect()
+        schema.ensure_schema(conn)
+        return conn
+
+
+@contextmanager
+def own_home(prefix: str, write_sources: Callable[..., str] | None = None, files: Iterable[Path] = (),
+             sources_file: Path | None = None) -> Iterator[Home]:
+    """A throwaway LECTIO_HOME with `files` copied into its sources folder and LECTIO_SOURCES set
+    to `sources_file`, or else to write_sources() written there as base.yaml. The environment is
+    restored and the home's embedded server stopped afterwards; the downloaded corpus is shared.
 
     Not under pytest's tmp folder: pytest keeps that private (0700) and resets it when another
     session starts, while the embedded server runs as its own system user and must reach it."""
-    home = Path(tempfile.mkdtemp(prefix="lectio-test-home-"))
-    home.chmod(0o755)
-    saved = {k: os.environ.get(k) for k in ("LECTIO_HOME", "LECTIO_CORPUS_DIR", "LECTIO_SOURCES", "DATABASE_URL")}
-    os.environ["LECTIO_HOME"] = str(home)
-    os.environ.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
-    os.environ["LECTIO_SOURCES"] = str(fixture_sources)
-    os.environ.pop("DATABASE_URL", None)
-    yield home
     from lectio.index.database import stop_embedded
     from lectio.settings import load_settings
 
-    stop_embedded(load_settings())
-    shutil.rmtree(home, ignore_errors=True)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    folder = path / "sources"
+    folder.mkdir()
+    for file in files:
+        shutil.copy(file, folder)
+    with pytest.MonkeyPatch.context() as patch:
+        # A home's Dagster instance and database are its own, never the caller's.
+        for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL", "DATABASE_URL"):
+            patch.delenv(key, raising=False)
+        patch.setenv("LECTIO_HOME", str(path))
+        patch.setenv("LECTIO_CORPUS_DIR", os.environ.get("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus")))
+        if sources_file is None:
+            sources_file = folder / "base.yaml"
+            sources_file.write_text(write_sources())
+        patch.setenv("LECTIO_SOURCES", str(sources_file))
+        settings = load_settings()
+        try:
+            yield Home(settings, folder, write_sources)
+        finally:
+            stop_embedded(settings)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def home_factory() -> Callable[..., ContextManager[Home]]:
+    """own_home, for a module whose tests switch or revoke versions and so need a home (and
+    embedded server) of their own rather than the session's."""
+    return own_home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lectio_env(fixture_sources):
+    """The session's home, over the fixture sources."""
+    with own_home("lectio-test-home-", sources_file=fixture_sources) as home:
+        yield home.folder.parent
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,8 @@ from pipelines.definitions import build_definitions
 from pipelines.jobs import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from pipelines.home import prepare_dagster_env
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROJECT = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}

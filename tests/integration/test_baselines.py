@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lectio.embedding.model import Embedder
 from lectio.evaluation.baselines import BASELINES, Baselines, query_terms
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import load_queries
 from lectio.index import versions
 from pipelines.cli import main as cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 QUERIES = Path(__file__).resolve().parents[1] / "fixtures" / "queries" / "migration.jsonl"
 

@@ -9,6 +9,8 @@ import pytest
 
 from pipelines.cli import main as cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 
 @pytest.fixture(autouse=True)
 def own_sources_setting(monkeypatch):

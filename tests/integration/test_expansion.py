@@ -9,6 +9,8 @@ from lectio.readers.corpus import ensure_sword_module
 from lectio.readers.renderings import count_renderings, tagged_words, write_table
 from lectio.retrieval.expansion import RENDERINGS, Renderings, expansions
 
+pytestmark = pytest.mark.network
+
 KJV_PS_136_1 = ('O give <w lemma="strong:H3034">thanks</w> unto the <divineName><w lemma="strong:H3068">LORD</w>'
                 '</divineName>; for <transChange type="added">he is</transChange> <w lemma="strong:H2896">good</w>: '
                 'for his <w lemma="strong:H2617">mercy</w> <transChange type="added">endureth</transChange> for '

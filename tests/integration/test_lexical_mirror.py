@@ -14,6 +14,8 @@ from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, search
 from lectio.sources import load_sources
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 # Bob's only note says this; nobody else's chunk comes close.
 BOBS_WORDS = "hospital appointment rehearsing results"
 QUERIES = ["the Lord is my shepherd", "justified by faith we have peace with God", "do not be anxious about anything",

@@ -11,14 +11,11 @@ verse refs, so they score any chunking of that text.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,11 +23,13 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from lectio.evaluation import gate as migration
 from lectio.rulesets import scripture
-from lectio.index import loader, locks, retention, schema, tables, versions
+from lectio.index import loader, locks, retention, tables, versions
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
 from lectio.retrieval.search import search
 from lectio.sources import Source, SourceError, parse_entry
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -48,51 +47,15 @@ def sources_yaml(scripture_options: str = "") -> str:
     )
 
 
-@dataclass
-class Home:
-    settings: object
-    database: object
-    folder: Path
-
-    def sources(self, name: str, scripture_options: str = "") -> Path:
-        path = self.folder / f"{name}.yaml"
-        path.write_text(sources_yaml(scripture_options))
-        return path
-
-    def connect(self):
-        conn = self.database.connect()
-        schema.ensure_schema(conn)
-        return conn
-
-
 @pytest.fixture(scope="module")
-def home():
+def home(home_factory):
     """Its own LECTIO_HOME with the structural index of the fixture subset live."""
-    from lectio.index.database import ensure_database, stop_embedded
-    from lectio.settings import load_settings
     from pipelines.runners import run_main
 
-    path = Path(tempfile.mkdtemp(prefix="lectio-migration-home-"))
-    path.chmod(0o755)  # the embedded server runs as its own user and must reach it
-    folder = path / "sources"
-    folder.mkdir()
-    shutil.copy(FIXTURES / "staff_guide.md", folder)
-    with pytest.MonkeyPatch.context() as patch:
-        # Set here (and by prepare_dagster_env) for this module only; restored afterwards.
-        for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):
-            patch.delenv(key, raising=False)
-        patch.setenv("LECTIO_HOME", str(path))
-        (folder / "base.yaml").write_text(sources_yaml())
-        patch.setenv("LECTIO_SOURCES", str(folder / "base.yaml"))
-        settings = load_settings()
-        database = ensure_database(settings)
-        report = run_main(settings, echo=lambda _: None)
+    with home_factory("lectio-migration-home-", sources_yaml, [FIXTURES / "staff_guide.md"]) as home:
+        report = run_main(home.settings, echo=lambda _: None)
         assert not report.failed and report.index["live"], report.to_json()
-        try:
-            yield Home(settings, database, folder)
-        finally:
-            stop_embedded(settings)
-            shutil.rmtree(path, ignore_errors=True)
+        yield home
 
 
 def migrate(capsys, sources: Path, *extra: str) -> tuple[int, dict]:

@@ -19,6 +19,8 @@ from lectio.retrieval.search import SearchConfig, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import input_fingerprints, run_source
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 SOURCES = """
 sources:
   - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,

@@ -17,6 +17,8 @@ from dagster import AssetKey, DagsterEventType, DagsterInstance
 from lectio.index.schema import ensure_schema
 from pipelines.home import prepare_dagster_env
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROJECT = Path(__file__).resolve().parents[2]
 PARTITIONS = ["par-guide", "par-rota"]

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from lectio.index import versions
@@ -9,6 +10,8 @@ from pipelines.cli import main as cli
 from lectio.retrieval.search import search
 from pipelines.definitions import build_definitions
 from pipelines.runners import run_main
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 def source_outcome(report, source_id):

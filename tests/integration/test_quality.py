@@ -27,6 +27,8 @@ from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS, Embedder
 from lectio.sources import load_source, load_sources
 from pipelines.definitions import build_definitions
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TABLE_HEADER = "Code | Title | Format | Price (£) | Staff note"
 TABLE_CHUNK = "bookshop/price-list/2"  # the second piece of a long table: its header row is repeated

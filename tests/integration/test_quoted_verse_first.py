@@ -3,7 +3,11 @@ lexical side both rank first stays first, though the citation prior favours a mu
 Two mechanisms keep it there, each alone: fusion that weighs scores, and the re-ranking of the
 first hits by how much of the query their own text holds."""
 
+import pytest
+
 from lectio.retrieval.search import SearchConfig, search
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 QUOTE = "I can do all things through Christ who strengthens me"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from dagster import AssetKey, DagsterInstance, RunsFilter
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.definitions.observe import observe
@@ -16,6 +17,8 @@ from lectio.rulesets import registry
 from pipelines.definitions import build_definitions
 from pipelines.jobs import INGEST_JOB
 from test_trust import home, run  # noqa: F401  (the fixture: a small home of its own)
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 def ingest_runs() -> int:

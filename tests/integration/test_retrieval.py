@@ -24,6 +24,8 @@ from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, sea
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 SOURCES = """
 sources:
   - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,

@@ -22,6 +22,8 @@ from lectio.serving.app import create_app
 from lectio.serving.auth import AuthError, Verifier
 from pipelines.cli import main as cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 NOTES_QUERY = "anxious prayer before the hospital appointment"
 
 

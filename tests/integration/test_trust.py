@@ -4,19 +4,17 @@ before its fix. The home is its own, with small private and public sources (no s
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance
 
-from lectio.index import locks, revocation, schema, versions
+from lectio.index import locks, revocation, versions
 from lectio.sources import load_source
 from pipelines.cli import main as cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -31,52 +29,14 @@ def sources_yaml(alice_acl: str = '"user:alice"', notes_file: str = "alice.jsonl
     )
 
 
-@dataclass
-class Home:
-    settings: object
-    database: object
-    folder: Path
-
-    def sources(self, name: str, **options) -> Path:
-        path = self.folder / f"{name}.yaml"
-        path.write_text(sources_yaml(**options))
-        return path
-
-    def use(self, sources: Path):
-        return dataclasses.replace(self.settings, sources_file=sources)
-
-    def connect(self):
-        conn = self.database.connect()
-        schema.ensure_schema(conn)
-        return conn
-
-
 @pytest.fixture(scope="module")
-def home():
-    from lectio.index.database import ensure_database, stop_embedded
-    from lectio.settings import load_settings
-
-    path = Path(tempfile.mkdtemp(prefix="lectio-trust-home-"))
-    path.chmod(0o755)  # the embedded server runs as its own user and must reach it
-    folder = path / "sources"
-    folder.mkdir()
-    shutil.copy(FIXTURES / "notes" / "alice.jsonl", folder)
-    shutil.copy(FIXTURES / "staff_guide.md", folder)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL"):
-            patch.delenv(key, raising=False)
-        patch.setenv("LECTIO_HOME", str(path))
-        (folder / "base.yaml").write_text(sources_yaml())
-        patch.setenv("LECTIO_SOURCES", str(folder / "base.yaml"))
-        settings = load_settings()
-        try:
-            yield Home(settings, ensure_database(settings), folder)
-        finally:
-            stop_embedded(settings)
-            shutil.rmtree(path, ignore_errors=True)
+def home(home_factory):
+    with home_factory("lectio-trust-home-", sources_yaml,
+                      [FIXTURES / "notes" / "alice.jsonl", FIXTURES / "staff_guide.md"]) as home:
+        yield home
 
 
-def run(home: Home, sources: Path, **kwargs):
+def run(home, sources: Path, **kwargs):
     from pipelines.runners import run_main
 
     return run_main(home.use(sources), echo=lambda _: None, **kwargs)

@@ -29,6 +29,8 @@ from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INDEX_JOB, INGEST_JOB
 from pipelines.runners import run_main
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 PROJECT = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # Loading the code location imports torch and the model code; a loaded 2-core machine took 100 s.

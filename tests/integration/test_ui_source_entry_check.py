@@ -17,6 +17,8 @@ from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INGEST_JOB
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 

@@ -21,6 +21,8 @@ from lectio.evaluation.querysets import load_queries
 from lectio.readers.sword_bible import parse_verse, read_sword_bible
 from lectio.bible.refs import Ref, parse_reference
 
+pytestmark = pytest.mark.network
+
 QUERIES = Path(__file__).resolve().parents[3] / "data" / "queries"
 
 

@@ -10,6 +10,8 @@ from lectio.readers.corpus import ensure_sword_module
 from lectio.evaluation.naves import ensure_naves
 from lectio.readers.zld import ZldError, read_zld
 
+pytestmark = pytest.mark.network
+
 
 @pytest.fixture(scope="module")
 def strongs(settings):

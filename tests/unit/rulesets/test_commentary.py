@@ -13,6 +13,8 @@ from lectio.bible.refs import Ref
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import last_sentence
 
+pytestmark = pytest.mark.network
+
 WORKS = {
     "mhcc": ("Concise Commentary", "Matthew Henry"),
     "tdavid": ("The Treasury of David", "C. H. Spurgeon"),

@@ -10,6 +10,8 @@ from lectio.readers.raw import RawText
 from lectio.readers.sword_bible import RawVerse
 from lectio.sources import Source, SourceError
 
+pytestmark = pytest.mark.network
+
 
 def bible(select: str, module="engWEB2015eb", translation="WEB") -> Source:
     return Source(id=translation.lower(), kind="scripture", format="sword-bible", acl=("public", "group:staff"),
