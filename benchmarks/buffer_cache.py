@@ -32,7 +32,8 @@ from lectio.index.database import ensure_database, shared_buffers_mb
 from lectio.retrieval import candidates
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, _Filters, search
+from lectio.retrieval.scope import Scope
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, search
 from lectio.settings import load_settings
 
 DEFAULT_MB = 128
@@ -64,7 +65,7 @@ def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[f
     hnsw, hybrid = [], []
     with database.connect() as conn, database.connect() as side:
         version = versions.get_version(conn, None)
-        filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+        filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
         where, params = filters.where(DEFAULT_TRANSLATION)
         config = SearchConfig()
         mirror.ensure(conn, version)

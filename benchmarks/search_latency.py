@@ -48,7 +48,8 @@ from lectio.retrieval import candidates as retrievers
 from lectio.retrieval import lexical, rerank
 from lectio.retrieval.candidates import lexical_candidates
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, _Filters,
+from lectio.retrieval.scope import Scope
+from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig,
                                      expansion_words, search)
 from lectio.settings import load_settings
 
@@ -179,7 +180,7 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
     filters: what each finds of the reference's, and at what cost."""
     if (version.layout or 0) < 7 or mirrored is None:
         return {"skipped": f"{version.version} has no postings (layout {version.layout}) or no mirror"}
-    filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions = filters.conditions(DEFAULT_TRANSLATION)
     times = {"mirror": [], "postings": [], "scan": []}
@@ -241,7 +242,7 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
            compare_ef: list[int] = ()) -> dict:
     """Each stage of a hybrid search timed alone for every query (public's view, default filters),
     p50/p95 in ms: what each costs, and so which one sets the floor."""
-    filters = _Filters(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions, table = filters.conditions(DEFAULT_TRANSLATION), version.table_name
     times: dict[str, list[float]] = {}

@@ -63,20 +63,7 @@ def build_index(
     fp = versions.fingerprint(chunks, model_id)
     existing = versions.find_ready_version(conn, fp)
     version = existing or loader.build_version(conn, chunks, model_id, fp).version
-    current = versions.get_version(conn)
-    # A revoked live version serves nobody: any version built from the file beats it, even one
-    # that lacks a failed source.
-    live_revoked = current is not None and current.status == "revoked"
-    current = current.version if current else None
-    if not switch_live:
-        live, reason = current == version, f"built as a candidate; {current or 'nothing'} stays live"
-    elif failed_sources and current is not None and not live_revoked:
-        live, reason = False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
-    elif current == version:
-        live, reason = True, "unchanged: this version was already live"
-    else:
-        versions.switch_live(conn, version)
-        live, reason = True, f"switched live (previous: {current or 'none'})"
+    live, reason = _go_live(conn, version, failed_sources, switch_live)
     if rejected:
         reason += f"; failed quality checks: {admission.describe(rejected)}"
     # Judged before `version` was found or built, so it is never among the revoked.
@@ -87,6 +74,23 @@ def build_index(
         reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
     return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **replaced})
+
+
+def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool) -> tuple[bool, str]:
+    """Whether `version` is live now (switched to when the rule of build_index allows), and why."""
+    current = versions.get_version(conn)
+    # A revoked live version serves nobody: any version built from the file beats it, even one
+    # that lacks a failed source.
+    live_revoked = current is not None and current.status == "revoked"
+    current = current.version if current else None
+    if not switch_live:
+        return current == version, f"built as a candidate; {current or 'nothing'} stays live"
+    if failed_sources and current is not None and not live_revoked:
+        return False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
+    if current == version:
+        return True, "unchanged: this version was already live"
+    versions.switch_live(conn, version)
+    return True, f"switched live (previous: {current or 'none'})"
 
 
 def _replaced_sources(chunks: pd.DataFrame, expected: Mapping[str, str]) -> dict[str, str]:

@@ -229,7 +229,7 @@ class Mirror:
             FORMAT, info.version, info.table_name, info.fingerprint, info.rows)
 
     def mask(self, conditions: list[tuple[str, str, object]]) -> np.ndarray | None:
-        """Which chunks pass every (column, test, value) (lectio.retrieval.search._Filters.conditions),
+        """Which chunks pass every (column, test, value) (lectio.retrieval.scope.Scope.conditions),
         NULL failing as in SQL; None when a condition names a column the mirror lacks."""
         key = repr(conditions)
         if key not in self._masks:

@@ -14,7 +14,7 @@ import functools
 import html
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pysword.bible import ZTextModule, ZTextModule4
@@ -189,62 +189,75 @@ def parse_verse(markup: str, *, chapter_start: bool = False) -> ParsedVerse:
         dropped_chars = len(_clean(_ANY_TAG.sub(" ", markup[end.start() :])))
         markup = markup[: end.start()]
 
-    marks = {"chapter"} if chapter_start else set()
-    strongs: dict[str, None] = {}
-    body: list[str] = []
-    titles: list[str] = []
-    speakers: list[str] = []
-    # Open note/title/speaker elements, each with the buffer its text goes to (None: dropped).
-    diverted: list[tuple[str, list[str] | None]] = []
-    seen_text = False
-
-    def sink() -> list[str] | None:
-        if not diverted:
-            return body
-        if any(kind == "note" for kind, _ in diverted):
-            return None
-        return diverted[-1][1]
-
+    scan = _VerseScan({"chapter"} if chapter_start else set())
     for closing, name, attrs, empty, text in _TOKEN.findall(markup):
-        out = sink()
         if text:
-            text = html.unescape(text)
-            if out is body:
-                if "¶" in text:
-                    marks.add("pilcrow")
-                    text = text.replace("¶", " ")
-                seen_text = seen_text or bool(text.strip())
-            if out is not None:
-                out.append(text)
-            continue
-
-        if name in _DIVERTED and not empty:
-            if not closing:
-                diverted.append((name, None if name == "note" else []))
-            elif diverted and diverted[-1][0] == name:
-                kind, parts = diverted.pop()
-                if parts is not None and sink() is body:
-                    (titles if kind == "title" else speakers).append(_clean("".join(parts)))
-                if not diverted:
-                    body.append(_GAP)
-            continue
-
-        if name == "w" and not closing and out is not None:
-            for letter, number in _STRONG.findall(attrs):
-                strongs[f"{letter}{number}"] = None
-        if out is body and not seen_text and 'type="x-p"' in attrs:
-            if name == "div" and "sID=" in attrs:
-                marks.add("x-p")
-            elif name == "lb":
-                marks.add("stanza")
-        if name not in _INLINE and out is not None:
-            out.append(" ")
-
+            scan.text(text)
+        elif name in _DIVERTED and not empty:
+            scan.divert(closing, name)
+        else:
+            scan.tag(closing, name, attrs)
     return ParsedVerse(
-        text=_clean("".join(body)),
-        paragraph_marks=frozenset(marks),
-        strongs=tuple(strongs),
-        titles=tuple(t for t in titles if t),
-        speakers=tuple(s for s in speakers if s),
+        text=_clean("".join(scan.body)),
+        paragraph_marks=frozenset(scan.marks),
+        strongs=tuple(scan.strongs),
+        titles=tuple(t for t in scan.titles if t),
+        speakers=tuple(s for s in scan.speakers if s),
         dropped_chars=dropped_chars,
     )
+
+
+@dataclass
+class _VerseScan:
+    """One verse's markup read token by token: the text, and where it goes while a note (dropped),
+    a title or a speaker label (kept apart) is open."""
+
+    marks: set[str]
+    strongs: dict[str, None] = field(default_factory=dict)
+    body: list[str] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    speakers: list[str] = field(default_factory=list)
+    # Open note/title/speaker elements, each with the buffer its text goes to (None: dropped).
+    diverted: list[tuple[str, list[str] | None]] = field(default_factory=list)
+    seen_text: bool = False
+
+    def sink(self) -> list[str] | None:
+        if not self.diverted:
+            return self.body
+        if any(kind == "note" for kind, _ in self.diverted):
+            return None
+        return self.diverted[-1][1]
+
+    def text(self, text: str) -> None:
+        out = self.sink()
+        text = html.unescape(text)
+        if out is self.body:
+            if "¶" in text:
+                self.marks.add("pilcrow")
+                text = text.replace("¶", " ")
+            self.seen_text = self.seen_text or bool(text.strip())
+        if out is not None:
+            out.append(text)
+
+    def divert(self, closing: str, name: str) -> None:
+        if not closing:
+            self.diverted.append((name, None if name == "note" else []))
+        elif self.diverted and self.diverted[-1][0] == name:
+            kind, parts = self.diverted.pop()
+            if parts is not None and self.sink() is self.body:
+                (self.titles if kind == "title" else self.speakers).append(_clean("".join(parts)))
+            if not self.diverted:
+                self.body.append(_GAP)
+
+    def tag(self, closing: str, name: str, attrs: str) -> None:
+        out = self.sink()
+        if name == "w" and not closing and out is not None:
+            for letter, number in _STRONG.findall(attrs):
+                self.strongs[f"{letter}{number}"] = None
+        if out is self.body and not self.seen_text and 'type="x-p"' in attrs:
+            if name == "div" and "sID=" in attrs:
+                self.marks.add("x-p")
+            elif name == "lb":
+                self.marks.add("stanza")
+        if name not in _INLINE and out is not None:
+            out.append(" ")

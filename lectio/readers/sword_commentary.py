@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pysword.canons import canons
@@ -213,95 +213,109 @@ def parse_blocks(markup: str) -> list[Block]:
     stays with the sentence that introduces it (one ending in ":"), so the items keep their
     meaning. Text inside <note> is dropped; <reference> keeps its visible text and its osisRef.
     """
-    blocks: list[Block] = []
-    parts: list[str] = []
-    lead: list[str] = []
-    refs: list[str] = []
-    highlights: list[str] = []
-    state = {"bold": False, "lead_open": True, "title": None, "note": 0, "list_start": False}
-    title_parts: list[str] = []
-    list_openers: set[int] = set()  # positions in `blocks` of paragraphs that open with a list
-
-    def flush() -> None:
-        text = _clean("".join(parts))
-        if text:
-            if state["list_start"]:
-                list_openers.add(len(blocks))
-            blocks.append(Paragraph(text, _clean("".join(lead)), tuple(refs)))
-        parts.clear()
-        lead.clear()
-        refs.clear()
-        state["lead_open"] = True
-        state["list_start"] = False
-
+    scan = _EntryScan()
     for closing, name, attrs, empty, text in _TOKEN.findall(markup):
         if text:
-            if state["note"]:
-                continue
-            text = html.unescape(text)
-            if state["title"] is not None:
-                title_parts.append(text)
-                continue
-            parts.append(text)
-            if text.strip():
-                if state["bold"] and state["lead_open"]:
-                    lead.append(text)
-                else:
-                    state["lead_open"] = False
-            elif lead:
-                lead.append(text)
-            continue
+            scan.text(text)
+        else:
+            scan.tag(closing, name, dict(_ATTR.findall(attrs)), empty)
+    scan.flush()
+    return _attach_lists(scan.blocks, scan.list_openers)
 
-        attributes = dict(_ATTR.findall(attrs))
+
+@dataclass
+class _EntryScan:
+    """One entry's markup read token by token into blocks: the paragraph being gathered, its bold
+    lead, its references, and whether a note (dropped) or a title is open."""
+
+    blocks: list[Block] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    lead: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    highlights: list[str] = field(default_factory=list)  # the open <hi>s' types
+    title_parts: list[str] = field(default_factory=list)
+    list_openers: set[int] = field(default_factory=set)  # positions in `blocks` of paragraphs that open with a list
+    bold: bool = False
+    lead_open: bool = True
+    title: str | None = None  # the open title's type
+    note: int = 0  # how deep inside notes
+    list_start: bool = False
+
+    def flush(self) -> None:
+        text = _clean("".join(self.parts))
+        if text:
+            if self.list_start:
+                self.list_openers.add(len(self.blocks))
+            self.blocks.append(Paragraph(text, _clean("".join(self.lead)), tuple(self.refs)))
+        self.parts.clear()
+        self.lead.clear()
+        self.refs.clear()
+        self.lead_open = True
+        self.list_start = False
+
+    def text(self, text: str) -> None:
+        if self.note:
+            return
+        text = html.unescape(text)
+        if self.title is not None:
+            self.title_parts.append(text)
+            return
+        self.parts.append(text)
+        if text.strip():
+            if self.bold and self.lead_open:
+                self.lead.append(text)
+            else:
+                self.lead_open = False
+        elif self.lead:
+            self.lead.append(text)
+
+    def tag(self, closing: str, name: str, attributes: dict[str, str], empty: str) -> None:
         if name == "note":
             if not empty:
-                state["note"] += -1 if closing else 1
-            continue
-        if state["note"]:
-            continue
+                self.note += -1 if closing else 1
+            return
+        if self.note:
+            return
         if name == "title" and not empty:
-            if not closing:
-                flush()
-                state["title"] = attributes.get("type", "")
-                title_parts.clear()
-            elif state["title"] is not None:
-                title = _clean(" ".join(title_parts).replace("\n", " "))
-                if title:
-                    blocks.append(Title(state["title"], title))
-                state["title"] = None
-            continue
-        if state["title"] is not None:
-            continue
-        if name == "hi" and not empty:
+            self._title(closing, attributes)
+        elif self.title is not None:
+            return
+        elif name == "hi" and not empty:
             # A closing tag names no type, so the open <hi>s are kept to know what closes.
             if not closing:
-                highlights.append(attributes.get("type", ""))
-            elif highlights:
-                highlights.pop()
-            state["bold"] = "bold" in highlights
-            continue
+                self.highlights.append(attributes.get("type", ""))
+            elif self.highlights:
+                self.highlights.pop()
+            self.bold = "bold" in self.highlights
+        else:
+            self._structure(closing, name, attributes, empty)
+
+    def _title(self, closing: str, attributes: dict[str, str]) -> None:
+        if not closing:
+            self.flush()
+            self.title = attributes.get("type", "")
+            self.title_parts.clear()
+        elif self.title is not None:
+            title = _clean(" ".join(self.title_parts).replace("\n", " "))
+            if title:
+                self.blocks.append(Title(self.title, title))
+            self.title = None
+
+    def _structure(self, closing: str, name: str, attributes: dict[str, str], empty: str) -> None:
         if name == "reference" and not closing and attributes.get("osisRef"):
-            refs.append(attributes["osisRef"])
-            continue
-        if name == "div" and attributes.get("type") == "x-p" or name in ("lg", "p"):
-            flush()
-            continue
-        if name == "list" and not closing and not empty:
-            flush()
-            state["list_start"] = True
-            continue
-        if name == "list" and closing:
-            flush()
-            continue
-        if name in ("item", "row", "l", "lb") and not closing:
-            if "".join(parts).strip():
-                parts.append("\n")
-            continue
-        if name == "cell" and closing:
-            parts.append(" ")
-            continue
-    flush()
-    return _attach_lists(blocks, list_openers)
+            self.refs.append(attributes["osisRef"])
+        elif name == "div" and attributes.get("type") == "x-p" or name in ("lg", "p"):
+            self.flush()
+        elif name == "list" and not closing and not empty:
+            self.flush()
+            self.list_start = True
+        elif name == "list" and closing:
+            self.flush()
+        elif name in ("item", "row", "l", "lb") and not closing:
+            if "".join(self.parts).strip():
+                self.parts.append("\n")
+        elif name == "cell" and closing:
+            self.parts.append(" ")
 
 
 def _attach_lists(blocks: list[Block], list_openers: set[int]) -> list[Block]:

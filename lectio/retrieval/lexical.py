@@ -36,8 +36,8 @@ def candidates(conn, mirror: mirrors.Mirror | None, table_name: str, query: str,
                corpus: tuple[float, float]) -> list[tuple[str, float]] | None:
     """(chunk_id, BM25) best first, at most `config.candidates`, each read back under row-level
     security; None when there is no mirror or it cannot apply `conditions` (the caller scores in
-    SQL). `conditions` are what `where` asks (search._Filters.conditions); `corpus` is BM25's N and
-    mean document length, as the SQL scoring gets them."""
+    SQL). `conditions` are what `where` asks (lectio.retrieval.scope.Scope.conditions); `corpus`
+    is BM25's N and mean document length, as the SQL scoring gets them."""
     eligible = mirror.mask(conditions) if mirror is not None else None
     if eligible is None:
         return None

@@ -20,6 +20,7 @@ from lectio.index import security, versions
 from lectio.retrieval import candidates, lexical, rerank, shape, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
+from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansions
 from lectio.rulesets.strongs import plain_letters
 from lectio.embedding.model import Embedder, ModelChoice, one_model_thread
@@ -101,14 +102,9 @@ def search(
     if not query:
         return SearchResponse(query, "none", version, message="empty query: nothing to search for")
     info = versions.get_version(conn, version)
-    if version is None and info is None:
-        return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
-    version = version or info.version
-    if info is not None and info.status == "revoked":
-        return SearchResponse(query, "none", version,
-                              message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
-    if info is None or info.status != "ready":
-        return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
+    if refused := _unservable(query, version, info):
+        return refused
+    version = info.version
     given = filters or Filters()
     if kind or translation:
         given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
@@ -119,7 +115,7 @@ def search(
         return SearchResponse(query, "reference", version, message=str(exc))
     # Read (or built, once per version) as the owner, before the search turns reader.
     lexical_mirror = config.lexical_mirror and config.mode != "vector" and not ranges
-    filters = _Filters(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0),
+    filters = Scope(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0),
                        mirrors.ensure(conn, info) if lexical_mirror else None)
     if not ranges:  # a reference is looked up, not embedded
         try:
@@ -141,63 +137,17 @@ def search(
         return _ranked_search(request)
 
 
-_TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
-
-
-@dataclass(frozen=True)
-class _Filters:
-    principals: tuple[str, ...]
-    given: Filters
-    # BM25's corpus size and mean length, read as the owner: the reader may not see how many
-    # rows a version holds (private ones included), so they reach the lexical side as values.
-    corpus: tuple[float, float] | None = None
-    # The version's lexical mirror (lectio.index.mirror), None to score BM25 in SQL.
-    mirror: mirrors.Mirror | None = None
-
-    @property
-    def translation(self) -> str | None:
-        return self.given.translation
-
-    def conditions(self, translation: str | None) -> list[tuple[str, str, object]]:
-        """What where() asks of a row, as (column, test, value): the one list both the SQL and the
-        lexical mirror (lectio.index.mirror) filter by. Tests: '&&' (shares a principal), '=',
-        '<>', 'null-or-=' (NULL, or equal); tradition and tier are keys of the metadata."""
-        found: list[tuple[str, str, object]] = [("acl", "&&", list(self.principals))]
-        if not self.given.kind:
-            # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.
-            found.append(("kind", "<>", "lexicon"))
-        for column in ("kind", "testament", "genre", "tradition", "tier"):
-            value = getattr(self.given, column)
-            if column == "testament" and value:
-                value = _TESTAMENTS.get(value.lower(), value)
-            if value:
-                found.append((column, "=", value))
-        if translation:
-            found.append(("translation", "null-or-=", translation))
-        return found
-
-    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
-        """A WHERE clause with named placeholders (f_*), and its parameters."""
-        clauses, params = [], {}
-        for column, test, value in self.conditions(translation):
-            placeholder = sql.Placeholder(f"f_{column}")
-            field_sql = (sql.SQL("metadata ->> {}").format(sql.Literal(column)) if column in ("tradition", "tier")
-                         else sql.Identifier(column))
-            if test == "<>":  # a constant the planner can use as it stands
-                clauses.append(sql.SQL("{} <> {}").format(field_sql, sql.Literal(value)))
-                continue
-            params[f"f_{column}"] = value
-            clauses.append(sql.SQL({"&&": "{0} && {1}", "=": "{0} = {1}",
-                                    "null-or-=": "({0} IS NULL OR {0} = {1})"}[test]).format(field_sql, placeholder))
-        if self.corpus is not None:
-            params["bm25_n"], params["bm25_avgdl"] = self.corpus
-        return sql.SQL(" AND ").join(clauses), params
-
-    @property
-    def on_postings(self) -> bool:
-        """Whether where() names only columns BM25 postings carry (lectio.index.postings)."""
-        given = self.given
-        return not (given.testament or given.genre or given.tradition or given.tier)
+def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:
+    """The answer when the version asked for (the live one when None) cannot be searched."""
+    if version is None and info is None:
+        return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
+    version = version or info.version
+    if info is not None and info.status == "revoked":
+        return SearchResponse(query, "none", version,
+                              message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
+    if info is None or info.status != "ready":
+        return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
+    return None
 
 
 @dataclass(frozen=True)
@@ -209,13 +159,12 @@ class _Request:
     table_name: str  # the version's chunk table
     query: str
     k: int
-    filters: _Filters
+    filters: Scope
     version: str
     config: SearchConfig
     embedder: Embedder | None  # the version's model; a reference is looked up, not embedded
     layout: int | None  # the version's INDEX_LAYOUT (lectio.index.tables)
-    # A second connection for the vector side, beside the lexical side on `conn`; None for none.
-    vector_conn: psycopg.Connection | None = None
+    vector_conn: psycopg.Connection | None = None  # the vector side's, beside the lexical side on `conn`
 
 
 def _rows_to_results(rows, scores) -> list[Result]:
@@ -253,7 +202,7 @@ def _lookup(request: _Request, ranges: list[RefRange]) -> SearchResponse:
     return SearchResponse(query, "reference", version, message=f"no verses of {labels} are in the index")
 
 
-def _translation_preference(filters: _Filters) -> list[str | None]:
+def _translation_preference(filters: Scope) -> list[str | None]:
     if filters.translation:
         return [filters.translation]
     return [DEFAULT_TRANSLATION, None]

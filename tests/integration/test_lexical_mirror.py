@@ -11,7 +11,8 @@ import pytest
 from lectio.index import mirror, revocation, security, versions
 from lectio.retrieval import candidates, lexical
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, search
+from lectio.retrieval.scope import Scope
+from lectio.retrieval.search import SearchConfig, expansion_words, search
 from lectio.sources import load_sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -31,7 +32,7 @@ def live(main_run, conn, settings):
 def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig()):
     """BM25 candidates from the mirror `found`, and from SQL scoring every chunk that holds a query
     word (the reference), both read as `principals`."""
-    filters = _Filters(principals, given, (info.rows, info.avg_doc_lexemes))
+    filters = Scope(principals, given, (info.rows, info.avg_doc_lexemes))
     translation = given.translation or "WEB"
     where, params = filters.where(translation)
     extra = expansion_words(query, config) if config.expand_lexical else ""

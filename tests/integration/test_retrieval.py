@@ -20,7 +20,8 @@ from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, _Filters, expansion_words, search
+from lectio.retrieval.scope import Scope
+from lectio.retrieval.search import SearchConfig, expansion_words, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
@@ -230,7 +231,7 @@ def lexical_both_ways(conn, small_index, query, principals=("public",), filters=
     """BM25 candidates read from the postings, and by scoring every chunk that holds a query word."""
     info = versions.get_version(conn, small_index[0])
     table = info.table_name
-    chosen = _Filters(principals, filters, (info.rows, info.avg_doc_lexemes))
+    chosen = Scope(principals, filters, (info.rows, info.avg_doc_lexemes))
     where, params = chosen.where("WEB")
     extra = expansion_words(query, config)
     with conn.transaction():
@@ -274,7 +275,7 @@ def test_postings_read_deep_enough_score_as_before(conn, small_index):
 
 def test_stored_title_words_match_as_the_titles_do(conn, small_index):
     table = versions.get_version(conn, small_index[0]).table_name
-    where, params = _Filters(("public",), Filters()).where("WEB")
+    where, params = Scope(("public",), Filters()).where("WEB")
     found = []
     for query in ("The Good Shepherd", "the Lord is my shepherd", "peace with God"):
         with conn.transaction():
@@ -288,7 +289,7 @@ def test_stored_title_words_match_as_the_titles_do(conn, small_index):
 
 def test_a_title_matches_only_a_query_it_holds_most_of(conn, small_index):
     table = versions.get_version(conn, small_index[0]).table_name
-    where, params = _Filters(("public",), Filters()).where("WEB")
+    where, params = Scope(("public",), Filters()).where("WEB")
 
     def titled(query, config=SearchConfig()):
         with conn.transaction():
