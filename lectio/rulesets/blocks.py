@@ -47,3 +47,12 @@ def blocks(text: str, markdown: bool, heads: Callable[[str], bool]) -> Iterator[
             lines.clear()
     if lines:
         yield Prose(" ".join(lines))
+
+
+def first_repeated(keys: list) -> object | None:
+    """The smallest key that occurs more than once, or None: a passage or division a text
+    numbers twice would give two chunks one id."""
+    seen, repeated = set(), set()
+    for key in keys:
+        (repeated if key in seen else seen).add(key)
+    return min(repeated) if repeated else None

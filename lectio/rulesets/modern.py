@@ -38,7 +38,7 @@ from lectio.bible.verses import cited_verse_ids, verse_ids
 from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref, RefRange, UnknownReference, parse_reference
 from lectio.sources import Source, SourceError
-from lectio.rulesets.blocks import Prose, blocks
+from lectio.rulesets.blocks import Prose, blocks, first_repeated
 from lectio.rulesets.textsplit import sentences
 
 REGISTERS = ("grammar", "background", "application", "exposition")  # priority order
@@ -214,10 +214,8 @@ def parse(source: Source, raw: RawText) -> Commentary:
 
     if not passages:
         raise SourceError(source.id, f"{source.path} has no paragraphs of text")
-    keys = [p.key for p in passages]
-    repeated = sorted({k for k in keys if keys.count(k) > 1})
-    if repeated:
-        label = next(p.label for p in passages if p.key == repeated[0])
+    if (repeated := first_repeated([p.key for p in passages])) is not None:
+        label = next(p.label for p in passages if p.key == repeated)
         raise SourceError(source.id, f"passage {label!r} is commented on twice; merge the two sections")
     title = source.metadata.get("title") or file_title or source.id
     return Commentary(author=str(author), title=str(title), passages=tuple(passages))

@@ -40,7 +40,7 @@ from lectio.bible.refs import Ref
 from lectio.bible.verses import cited_verse_ids
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
-from lectio.rulesets.blocks import Prose, blocks
+from lectio.rulesets.blocks import Prose, blocks, first_repeated
 from lectio.rulesets.textsplit import even_pack, split_sentences_to_fit
 
 VOCABULARY = PROJECT_ROOT / "data" / "vocabulary" / "patristic_topics.yaml"
@@ -180,10 +180,8 @@ def parse(source: Source, raw: RawText) -> Work:
 
     if not divisions:
         raise SourceError(source.id, f"{source.path} has no paragraphs of text")
-    keys = [d.key for d in divisions]
-    repeated = sorted({k for k in keys if keys.count(k) > 1})
-    if repeated:
-        where = next(d.locator for d in divisions if d.key == repeated[0])
+    if (repeated := first_repeated([d.key for d in divisions])) is not None:
+        where = next(d.locator for d in divisions if d.key == repeated)
         raise SourceError(source.id, f"division {where!r} occurs more than once; numbering must be unique")
     title = source.metadata.get("title") or file_title or source.id
     return Work(author=str(author), title=str(title), divisions=tuple(divisions))
