@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from lectio.evaluation.gate import paired_interval
+from lectio.evaluation.paired import paired_interval
 from lectio.evaluation.metrics import evaluate_index
 from lectio.evaluation.querysets import load_queries, select_part
 from lectio.index import schema

@@ -377,7 +377,8 @@ def _metrics_line(metrics: dict) -> str:
 
 
 def _migrate(args) -> int:
-    from lectio.evaluation.gate import GateResult, describe, parse_tolerances
+    from lectio.evaluation.migration_gate import GateResult, parse_tolerances
+    from lectio.evaluation.migration_report import describe
     from pipelines.runners import Interrupted, run_migration
 
     tolerances = parse_tolerances(args.tolerance, args.tolerance_for)

@@ -1,4 +1,4 @@
-"""The index migration in Dagster : thin wrappers over lectio.evaluation.gate.
+"""The index migration in Dagster : thin wrappers over lectio.evaluation.migration_gate.
 
 Lineage: … → search_index → index_evaluation → live_index.
 
@@ -32,7 +32,7 @@ from dagster import (
 )
 
 from assets.index import IndexConfig
-from lectio.evaluation import gate as migration
+from lectio.evaluation import migration_gate, migration_report
 from lectio.index import retention, versions
 from lectio.evaluation.metrics import METRICS
 from pipelines.jobs import GATE_JOB, MIGRATE_JOB
@@ -45,7 +45,7 @@ _SHORT = {"recall@5": "R@5", "recall@10": "R@10", "recall@20": "R@20", "precisio
 
 
 class EvaluationConfig(Config):
-    query_sets: list[str] = [str(p) for p in migration.DEFAULT_QUERY_SETS]
+    query_sets: list[str] = [str(p) for p in migration_gate.DEFAULT_QUERY_SETS]
     k: int = 20
     mode: str = "hybrid"
     # The version to score beside the live one; empty: the version search_index built last,
@@ -55,7 +55,7 @@ class EvaluationConfig(Config):
 
 class GateConfig(Config):
     # Metric → largest drop allowed; a metric left out is reported, not guarded.
-    tolerances: dict[str, float] = dict(migration.DEFAULT_TOLERANCES)
+    tolerances: dict[str, float] = dict(migration_gate.DEFAULT_TOLERANCES)
     keep: int = retention.DEFAULT_KEEP
 
 
@@ -66,7 +66,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         """The live index and the candidate scored on the labelled query sets (recall, precision, MRR, nDCG, budget recall),
         every version side by side with deltas against the live one. Filled by `lectio migrate` (or the jobs
         migrate_index and gate_candidate), never by `lectio run`: "Never materialized" until the first migration."""
-        query_sets = migration.load_query_sets(config.query_sets)
+        query_sets = migration_gate.load_query_sets(config.query_sets)
         with database.connect() as conn:
             live = versions.live_version(conn)
             candidate = config.candidate or (search_index or {}).get("version")
@@ -75,9 +75,9 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
             reports = {}
             for version in filter(None, (live, candidate)):
                 context.log.info(f"scoring {version} on {', '.join(query_sets)}")
-                reports[version] = migration.score(conn, version, query_sets, k=config.k, mode=config.mode)
+                reports[version] = migration_gate.score(conn, version, query_sets, k=config.k, mode=config.mode)
                 versions.merge_metrics(conn, version, {
-                    "evaluation": migration.evaluation_record(reports[version], k=config.k, mode=config.mode)})
+                    "evaluation": migration_gate.evaluation_record(reports[version], k=config.k, mode=config.mode)})
             listed = versions.list_versions(conn)
         metadata = {
             "live": live or "none",
@@ -108,19 +108,19 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         with database.connect() as conn:
             if not candidate:
                 live = versions.live_version(conn)
-                result = migration.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
+                result = migration_gate.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
                 result.retired = retention.retain(conn, config.keep)
             else:
-                result = migration.gate(
-                    conn, candidate, migration.load_query_sets(evaluation["query_sets"]),
+                result = migration_gate.gate(
+                    conn, candidate, migration_gate.load_query_sets(evaluation["query_sets"]),
                     tolerances=config.tolerances, k=evaluation["k"], mode=evaluation["mode"],
                     sources=corpus.sources(),
                     reports=evaluation["reports"],
                 )
-                migration.apply(conn, result, config.keep)
+                migration_gate.apply(conn, result, config.keep)
             live_now = versions.live_version(conn)
-        comparison = migration.metrics_markdown(result)
-        differences = migration.differences_markdown(result)
+        comparison = migration_report.metrics_markdown(result)
+        differences = migration_report.differences_markdown(result)
         yield Output(result.to_json(), metadata={
             "decision": result.decision,
             "reason": result.reason,

@@ -27,7 +27,7 @@ from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 from dagster._core.workspace.load import location_origins_from_yaml_paths
 
-from lectio.evaluation import gate as migration
+from lectio.evaluation import migration_gate
 from lectio.index import locks, retention
 from lectio.index.database import ensure_database
 from lectio.settings import PROJECT_ROOT, Settings
@@ -327,7 +327,7 @@ class MigrationReport:
     reason: str
     candidate: str | None
     build: dict  # the main run's report (sources, index), as `lectio run --json` prints it
-    gate: dict | None  # lectio.evaluation.gate.GateResult.to_json(), when the gate ran
+    gate: dict | None  # lectio.evaluation.migration_gate.GateResult.to_json(), when the gate ran
     seconds: float
 
     @property
@@ -347,9 +347,9 @@ def run_migration(settings: Settings, query_sets: list[str] | None = None, toler
     """Build the candidate beside the live index (the main job, without switching), then run
     the gate job on it. The live index answers throughout; only the gate's switch changes it.
     Raises locks.WriterBusy while another writer holds the database."""
-    paths = [str(p) for p in (query_sets or migration.DEFAULT_QUERY_SETS)]
-    migration.load_query_sets(paths)  # a bad query file fails now, not after the build
-    tolerances = migration.check_tolerances(migration.DEFAULT_TOLERANCES if tolerances is None else tolerances)
+    paths = [str(p) for p in (query_sets or migration_gate.DEFAULT_QUERY_SETS)]
+    migration_gate.load_query_sets(paths)  # a bad query file fails now, not after the build
+    tolerances = migration_gate.check_tolerances(migration_gate.DEFAULT_TOLERANCES if tolerances is None else tolerances)
     with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this migration"):
         return _migrate(settings, paths, tolerances, keep, k, mode, echo)
 

@@ -1,6 +1,6 @@
 """Admission to an index: the blocking checks run again over the chunks about to be indexed
 (lectio.index.build), against the sources file as it stands, so no path into the index skips
-them. Not the migration gate (lectio.evaluation.gate), which judges a whole built version."""
+them. Not the migration gate (lectio.evaluation.migration_gate), which judges a whole built version."""
 
 from __future__ import annotations
 

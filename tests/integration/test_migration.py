@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
-from lectio.evaluation import gate as migration
+from lectio.evaluation import migration_gate
 from lectio.rulesets import scripture
 from lectio.index import loader, locks, retention, tables, versions
 from pipelines.cli import main as cli
@@ -130,10 +130,10 @@ def test_the_gate_allows_a_drop_up_to_the_tolerance_and_no_more():
     live = {"set": report(dict.fromkeys(ids, 0.9))}
     within = {"set": report(dict.fromkeys(ids, 0.87))}  # every query 0.03 lower
     beyond = {"set": report({**dict.fromkeys(ids, 0.85), "q00": 0.75})}  # every query lower: a real drop
-    ok = migration.decide("v1", "v2", live, within, {"recall@20": 0.03})
+    ok = migration_gate.decide("v1", "v2", live, within, {"recall@20": 0.03})
     assert ok.decision == "switch" and ok.passed
     assert len(ok.differences) == 20 and ok.differences[0]["changes"] == {"recall@20": {"live": 0.9, "candidate": 0.87}}
-    refused = migration.decide("v1", "v2", live, beyond, {"recall@20": 0.03})
+    refused = migration_gate.decide("v1", "v2", live, beyond, {"recall@20": 0.03})
     assert refused.decision == "refuse" and not refused.passed
     assert "recall@20 fell from 0.9000 to 0.8450" in refused.reason and "95% interval" in refused.reason
     row = refused.metrics["set"]["recall@20"]
@@ -141,8 +141,8 @@ def test_the_gate_allows_a_drop_up_to_the_tolerance_and_no_more():
     assert row["ci95"][1] < 0 and not row["noise"]
     assert refused.differences[0]["id"] == "q00"  # largest loss first
     # A looser tolerance, or none on that metric, lets it through; other metrics are reported only.
-    assert migration.decide("v1", "v2", live, beyond, {"recall@20": 0.06}).passed
-    assert migration.decide("v1", "v2", live, beyond, {}).passed
+    assert migration_gate.decide("v1", "v2", live, beyond, {"recall@20": 0.06}).passed
+    assert migration_gate.decide("v1", "v2", live, beyond, {}).passed
 
 
 def test_a_drop_the_gate_cannot_tell_from_noise_is_reported_not_refused():
@@ -151,7 +151,7 @@ def test_a_drop_the_gate_cannot_tell_from_noise_is_reported_not_refused():
     ids = [f"q{i:02}" for i in range(20)]
     live = {"set": report({**dict.fromkeys(ids, 0.5), "q00": 1.0})}
     noisy = {"set": report({**dict.fromkeys(ids, 0.5), "q00": 0.0})}
-    result = migration.decide("v1", "v2", live, noisy, {"recall@20": 0.03})
+    result = migration_gate.decide("v1", "v2", live, noisy, {"recall@20": 0.03})
     row = result.metrics["set"]["recall@20"]
     assert row["delta"] == -0.05 and row["ci95"][0] < 0 <= row["ci95"][1] and row["noise"]
     assert result.passed and "within noise" in result.reason
@@ -165,12 +165,12 @@ def test_the_gate_passes_a_real_gain_and_a_shuffled_change_of_nothing():
     values = rng.uniform(0.2, 0.8, len(ids)).round(3)
     live = {"set": report(dict(zip(ids, values)))}
     # Every query a little better: the interval lies above zero.
-    gain = migration.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.05)))}, {"recall@20": 0.03})
+    gain = migration_gate.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.05)))}, {"recall@20": 0.03})
     assert gain.passed and gain.metrics["set"]["recall@20"]["ci95"][0] > 0
     # Changes that are nothing but a shuffle of gains and losses of 0.3: 17 up and 23 down in a
     # random order drop the mean by 0.045, past the tolerance, yet the interval holds zero.
     signs = rng.permutation([1] * 17 + [-1] * 23)
-    shuffled = migration.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.3 * signs)))},
+    shuffled = migration_gate.decide("v1", "v2", live, {"set": report(dict(zip(ids, values + 0.3 * signs)))},
                                 {"recall@20": 0.03})
     row = shuffled.metrics["set"]["recall@20"]
     assert row["delta"] < -0.03 and row["ci95"][0] < 0 < row["ci95"][1] and row["noise"]
@@ -179,14 +179,14 @@ def test_the_gate_passes_a_real_gain_and_a_shuffled_change_of_nothing():
 
 def test_the_gate_refuses_failed_quality_checks_and_missing_sources():
     same = {"set": report({"a": 1.0})}
-    quality = migration.decide("v1", "v2", same, same, {"recall@20": 0.03}, quality_failures=["web: permission_tags (…)"])
+    quality = migration_gate.decide("v1", "v2", same, same, {"recall@20": 0.03}, quality_failures=["web: permission_tags (…)"])
     assert not quality.passed and "blocking quality checks failed: web: permission_tags" in quality.reason
-    dropped = migration.decide("v1", "v2", same, same, {"recall@20": 0.03}, dropped_sources=["kjv"])
+    dropped = migration_gate.decide("v1", "v2", same, same, {"recall@20": 0.03}, dropped_sources=["kjv"])
     assert not dropped.passed and "lacks sources the live index holds: kjv" in dropped.reason
-    assert migration.decide(None, "v1", None, same, {"recall@20": 0.03}).decision == "switch"
-    assert migration.decide("v1", "v1", same, same, {"recall@20": 0.03}).decision == "unchanged"
+    assert migration_gate.decide(None, "v1", None, same, {"recall@20": 0.03}).decision == "switch"
+    assert migration_gate.decide("v1", "v1", same, same, {"recall@20": 0.03}).decision == "unchanged"
     with pytest.raises(ValueError, match="no metric recall@25"):
-        migration.decide("v1", "v2", same, same, {"recall@25": 0.03})
+        migration_gate.decide("v1", "v2", same, same, {"recall@25": 0.03})
 
 
 def test_bad_gate_settings_are_refused_before_anything_is_built(tmp_path, capsys):

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import psycopg
 
 from lectio.index import versions
 from lectio.index.retention import DEFAULT_KEEP, retain
 from lectio.evaluation.metrics import METRICS, evaluate_index
+from lectio.evaluation.paired import paired_interval
 from lectio.evaluation.querysets import Query, load_queries
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
@@ -201,24 +201,6 @@ def compare(live: Mapping[str, dict], candidate: Mapping[str, dict], tolerances:
     return table, differences, violations
 
 
-BOOTSTRAP_SAMPLES = 2000
-
-
-def paired_interval(live: Sequence[dict], candidate: Sequence[dict], metric: str) -> list[float] | None:
-    """95 % bootstrap interval of the mean per-query change of `metric` (candidate − live), over
-    the queries both scored; None with fewer than two. Seeded: the same reports give the same
-    interval, so a gate decision can be reproduced."""
-    before = {q["id"]: q.get(metric) for q in live}
-    deltas = np.asarray([q[metric] - before[q["id"]] for q in candidate
-                         if q.get(metric) is not None and before.get(q["id"]) is not None], dtype=float)
-    if len(deltas) < 2:
-        return None
-    rng = np.random.default_rng(20261201)
-    means = deltas[rng.integers(0, len(deltas), size=(BOOTSTRAP_SAMPLES, len(deltas)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
-
-
 def blocking_quality_failures(conn: psycopg.Connection, version: str,
                               sources: Mapping[str, Source | SourceError] | None) -> list[str]:
     """The blocking checks (lectio.quality.admission) over the chunks as stored in the version's table.
@@ -325,62 +307,3 @@ def apply(conn: psycopg.Connection, result: GateResult, keep: int = DEFAULT_KEEP
         result.switched = True
     result.retired = retain(conn, keep)
     return result
-
-
-# ---------------------------------------------------------------- presentation
-
-
-def _fmt(value) -> str:
-    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def metrics_markdown(result: GateResult) -> str:
-    """The metrics of live and candidate side by side, one table per query set."""
-    parts = []
-    for name, rows in result.metrics.items():
-        lines = [f"**{name}**", "", f"| metric | {result.live} (live) | {result.candidate} (candidate) | delta | tolerance |",
-                 "|---|---:|---:|---:|---:|"]
-        for metric, row in rows.items():
-            flag = "" if row["ok"] else " ✗"
-            delta = "–" if row["delta"] is None else f"{row['delta']:+.3f}"
-            lines.append(f"| {metric} | {_fmt(row['live'])} | {_fmt(row['candidate'])} | {delta}{flag} "
-                         f"| {_fmt(row['tolerance'])} |")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts) or "no live version to compare with"
-
-
-def differences_markdown(result: GateResult, limit: int = 50) -> str:
-    if not result.differences:
-        return "no query changed"
-    lines = ["| set | query | metric | live | candidate |", "|---|---|---|---:|---:|"]
-    for d in result.differences[:limit]:
-        for metric, change in d["changes"].items():
-            lines.append(f"| {d['query_set']} | {d['id']}: {d['query'][:60]} | {metric} | {_fmt(change['live'])} "
-                         f"| {_fmt(change['candidate'])} |")
-    if len(result.differences) > limit:
-        lines.append(f"\n… and {len(result.differences) - limit} more queries")
-    return "\n".join(lines)
-
-
-def describe(result: GateResult, limit: int = 20) -> str:
-    """Plain text for the CLI: decision, metrics side by side, the queries that moved."""
-    lines = [f"{result.decision.upper()}: {result.reason}"]
-    for name, rows in result.metrics.items():
-        lines.append(f"\n{name}: {'metric':<20} {str(result.live):>9} {result.candidate:>9} {'delta':>8}")
-        for metric, row in rows.items():
-            mark = "  ✗ over tolerance" if not row["ok"] else ""
-            delta = "–" if row["delta"] is None else f"{row['delta']:+.3f}"
-            lines.append(f"  {'':<{len(name)}}{metric:<20} {_fmt(row['live']):>9} {_fmt(row['candidate']):>9} "
-                         f"{delta:>8}{mark}")
-    if result.differences:
-        lines.append(f"\n{len(result.differences)} queries changed (largest losses first):")
-        for d in result.differences[:limit]:
-            changes = ", ".join(f"{m} {_fmt(c['live'])} → {_fmt(c['candidate'])}" for m, c in d["changes"].items())
-            lines.append(f"  {d['query_set']}/{d['id']} {d['query'][:50]!r}: {changes}")
-        if len(result.differences) > limit:
-            lines.append(f"  … and {len(result.differences) - limit} more (--json lists all)")
-    if result.switched:
-        lines.append(f"\n{result.candidate} is live; `lectio index rollback` restores {result.live}")
-    if result.retired:
-        lines.append(f"retention dropped {', '.join(result.retired)}")
-    return "\n".join(lines)
