@@ -24,7 +24,6 @@ import time
 import psycopg
 from psycopg import sql
 
-from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries
 from lectio.index import mirror, security, versions
@@ -35,6 +34,7 @@ from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, search
 from lectio.settings import load_settings
+from search_latency import is_reference, percentile  # run from benchmarks/, beside it
 
 DEFAULT_MB = 128
 
@@ -48,17 +48,8 @@ def restart_with(database, settings, megabytes: int) -> None:
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=settings.pgdata, user=user)
 
 
-def is_reference(text: str) -> bool:
-    """A reference is looked up, not searched: it has no HNSW step."""
-    try:
-        return bool(parse_reference(text))
-    except UnknownReference:
-        return True
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))], 1)
+def ms(values: list[float], p: float) -> float:
+    return round(1000 * percentile(values, p), 1)
 
 
 def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[float]]:
@@ -109,7 +100,7 @@ def main() -> None:
                 times[megabytes]["hybrid"] += hybrid
     finally:
         restart_with(database, settings, sized)
-    report = {f"{mb}MB": {stage: {"p50_ms": percentile(values, 50), "p95_ms": percentile(values, 95)}
+    report = {f"{mb}MB": {stage: {"p50_ms": ms(values, 50), "p95_ms": ms(values, 95)}
                           for stage, values in stages.items()} for mb, stages in times.items()}
     for stage in ("hnsw", "hybrid"):
         report[f"{stage}_p95_default_over_sized"] = round(

@@ -54,6 +54,14 @@ from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, Se
 from lectio.settings import load_settings
 
 
+def is_reference(text: str) -> bool:
+    """A reference is looked up, not ranked: it has no retrieval to time."""
+    try:
+        return bool(parse_reference(text))
+    except UnknownReference:
+        return True
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -93,12 +101,6 @@ def main() -> None:
                         help="also time the HNSW stage at these ef_search values (default 400)")
     parser.add_argument("--rescored", type=int, default=SearchConfig().lexical_rescored, help="chunks scored in full")
     args = parser.parse_args()
-
-    def is_reference(text: str) -> bool:
-        try:
-            return bool(parse_reference(text))
-        except UnknownReference:
-            return True
 
     queries = [q.query for q in select_part(load_queries(args.queries), args.part) if not is_reference(q.query)]
     embedder = Embedder()

