@@ -19,8 +19,9 @@ security), from the postings in SQL (the fallback), and by SQL scoring every chu
 query word (the reference): each one's latency and ratio to the mirror, how many of the
 reference's top candidates each finds, and whether the mirror's list is the reference's.
 
-Each stage of a hybrid search timed alone, p50/p95 (`stages`): the query embedding, BM25 from
-the mirror and from SQL, pericope titles, the HNSW step, fusion with the citation prior, and the
+Each stage of a hybrid search timed alone, p50/p95 (`stages`): the query embedding, BM25 and
+pericope titles from the mirror (as a search takes them), BM25 from the postings in SQL and the
+title match in SQL (the fallback), the HNSW step, fusion with the citation prior, and the
 read of the returned rows. Last, a concurrency run against `lectio serve` over loopback: 1, 2, 4
 and 8 clients, throughput and p95 per level.
 
@@ -194,7 +195,7 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             ways = {
                 "mirror": lambda: lexical.candidates(conn, mirrored, version.table_name, query, extra, conditions,
-                                                     where, params, config, filters.corpus),
+                                                     where, params, config, filters.corpus).words,
                 "postings": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
                                                        version.layout, where),
                 "scan": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
@@ -260,18 +261,19 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
         vector = timed("embed", lambda: embedder.encode([query])[0])
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
-            words = timed("lexical_mirror", lambda: lexical.candidates(
+            # BM25 and titles from the mirror, confirmed in one read; each one's SQL way beside it.
+            words, titles = timed("lexical_mirror", lambda: lexical.candidates(
                 conn, mirrored, table, query, extra, conditions, where, params, config, filters.corpus))
             timed("lexical_sql_postings", lambda: lexical_candidates(
                 conn, table, query, extra, where, params, config, version.layout, where))
-            titles = timed("titles", lambda: retrievers.title_candidates(conn, table, query, where, params, config,
-                                                                         version.layout))
+            timed("titles_sql", lambda: retrievers.title_candidates(conn, table, query, where, params, config,
+                                                                    version.layout))
             near = timed("hnsw", lambda: retrievers.vector_candidates(conn, table, vector, where, params, config))
             for ef in compare_ef:  # the same step at another ef_search, for the ratio in the same run
                 timed(f"hnsw_ef{ef}", lambda: retrievers.vector_candidates(
                     conn, table, vector, where, params, dataclasses.replace(config, ef_search=ef)))
             fused = timed("fusion", lambda: retrievers.weigh_prominence(
-                conn, table, retrievers.fuse([(1.0, near), (1.0, words or []), (1.0, titles)], config.rrf_k),
+                conn, table, retrievers.fuse([(1.0, near), (1.0, words), (1.0, titles)], config.rrf_k),
                 config.prominence_weight, version.layout))
             timed("rows", lambda: rerank.rows_by_id(conn, table, [chunk_id for chunk_id, _ in fused[:80]]))
     return {name: {"p50": round(1000 * percentile(values, 50), 2), "p95": round(1000 * percentile(values, 95), 2)}

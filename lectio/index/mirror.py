@@ -7,9 +7,10 @@ $LECTIO_HOME/mirrors/<version>/ as .npy files, memory-mapped and loaded once per
 hold, for every word, the chunks that hold it and how often (the term frequency the chunk's
 tsvector gives: the number of its positions), each chunk's length in words, and the document
 frequencies of the version's lexicon: the same numbers the SQL scoring reads, so the scores are
-the same. A mirror also knows each chunk's ACL and the columns of the usual filters, so it can
-narrow to what a caller may see before ranking; it only proposes chunk ids. What a caller gets
-is read under row-level security as that caller (lectio.retrieval.lexical).
+the same. Beside them, each pericope's title words (the words the SQL title match reads), so
+titles are matched here too. A mirror also knows each chunk's ACL and the columns of the usual
+filters, so it can narrow to what a caller may see before ranking; it only proposes chunk ids.
+What a caller gets is read under row-level security as that caller (lectio.retrieval.lexical).
 
 A mirror is served only for a version that is ready: a revoked version's never, whatever files
 are left in the home.
@@ -37,12 +38,13 @@ from lectio.settings import load_settings
 
 log = logging.getLogger(__name__)
 # Bump when the files change, so an older mirror is built again rather than misread.
-FORMAT = 1
+FORMAT = 2
 # Filter columns a mirror holds besides the ACL: a condition on any other sends the search to SQL.
 # tradition and tier are a commentary's, read from the chunk's metadata as the filters read them.
 COLUMNS = {"kind": "kind", "translation": "translation", "testament": "testament", "genre": "genre",
            "tradition": "metadata ->> 'tradition'", "tier": "metadata ->> 'tier'"}
-_ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", *COLUMNS)
+_ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", "title_offsets", "title_postings", "title_length",
+           *COLUMNS)
 # Masks kept per mirror (one per set of principals and filters seen, 133 KB each on the full
 # corpus): past this many the oldest are dropped.
 _MASKS_KEPT = 64
@@ -99,6 +101,8 @@ def load(info, home: Path | None = None) -> "Mirror | None":
     if not manifest.is_file():
         return None
     try:
+        if json.loads(manifest.read_text()).get("format") != FORMAT:
+            return None  # an older format's files: built again by ensure()
         found = Mirror.read(manifest.parent)
     except (OSError, ValueError, KeyError) as exc:  # damaged files: built again by ensure()
         log.warning("the lexical mirror of %s cannot be read: %s", info.version, exc)
@@ -123,8 +127,9 @@ def _lock(home: Path, version: str) -> threading.Lock:
 def build(conn: psycopg.Connection, info, home: Path) -> Path:
     """Read the version as the owner and write its mirror; written aside and renamed into place,
     so a reader never meets half a mirror."""
-    chunks, words, ndoc = _read(conn, info)
+    chunks, words, ndoc, titles = _read(conn, info)
     arrays, manifest = _arrays(chunks, words, ndoc)
+    arrays.update(_title_arrays(titles, len(chunks), manifest))
     manifest.update(format=FORMAT, version=info.version, table=info.table_name, fingerprint=info.fingerprint,
                     rows=info.rows)
     target = folder(home, info.version)
@@ -143,9 +148,9 @@ def build(conn: psycopg.Connection, info, home: Path) -> Path:
     return target
 
 
-def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
+def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, dict[str, int], list[tuple]]:
     """Every chunk in chunk id order (the order SQL breaks ties in), every (chunk, word, tf) of their
-    tsvectors, and the lexicon's document frequencies."""
+    tsvectors, the lexicon's document frequencies, and (chunk, title words) of every pericope."""
     table = sql.Identifier(info.table_name)
     columns = sql.SQL(", ").join(sql.SQL(expression) for expression in COLUMNS.values())
     with conn.transaction():
@@ -157,7 +162,12 @@ def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, di
             "CROSS JOIN LATERAL unnest(c.tsv) u) TO STDOUT (FORMAT csv)").format(table))
         ndoc = dict(conn.execute(sql.SQL("SELECT word, ndoc FROM {}").format(
             sql.Identifier(info.table_name.replace("chunks_", "lexicon_", 1)))).fetchall())
-    return chunks, words, ndoc
+        # Versions of layout 7 store each title's words; older ones are read from the title.
+        title_words = "title_words" if (info.layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
+        titles = conn.execute(sql.SQL(
+            "SELECT i, words FROM (SELECT (row_number() OVER (ORDER BY chunk_id) - 1)::int4 AS i, granularity, "
+            "{} AS words FROM {}) c WHERE granularity = 'pericope'").format(sql.SQL(title_words), table)).fetchall()
+    return chunks, words, ndoc, titles
 
 
 def _copy_csv(conn: psycopg.Connection, statement: sql.Composable) -> pd.DataFrame:
@@ -198,6 +208,22 @@ def _arrays(chunks: list[tuple], words: pd.DataFrame, ndoc: dict[str, int]) -> t
     return arrays, manifest
 
 
+def _title_arrays(titles: list[tuple], n: int, manifest: dict) -> dict:
+    """Each title word's pericopes (a word's run is title_offsets[w]:title_offsets[w + 1]) and each
+    chunk's count of distinct title words (0 for all but pericopes); the words go in the manifest."""
+    vocabulary: dict[str, int] = {}
+    pairs = [(vocabulary.setdefault(word, len(vocabulary)), i) for i, words in titles for word in set(words or ())]
+    pairs.sort()
+    offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(np.bincount([w for w, _ in pairs], minlength=len(vocabulary)))
+    length = np.zeros(n, dtype=np.int32)
+    for i, words in titles:
+        length[i] = len(set(words or ()))
+    manifest["title_words"] = list(vocabulary)
+    return {"title_offsets": offsets, "title_postings": np.array([i for _, i in pairs], dtype=np.int32),
+            "title_length": length}
+
+
 def _codes(column: list, values: list) -> np.ndarray:
     index = {value: code for code, value in enumerate(values)}
     return np.array([index.get(value, -1) if value is not None else -1 for value in column], dtype=np.int32)
@@ -212,6 +238,7 @@ class Mirror:
     arrays: dict[str, np.ndarray]
     chunk_ids: list[str]
     words: dict[str, int]
+    title_words: dict[str, int]
     _masks: dict = field(default_factory=dict)
     _norms: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -221,7 +248,8 @@ class Mirror:
         manifest = json.loads((path / "manifest.json").read_text())
         arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
         return cls(path, manifest, arrays, manifest.pop("chunk_ids"),
-                   {word: i for i, word in enumerate(manifest.pop("words"))})
+                   {word: i for i, word in enumerate(manifest.pop("words"))},
+                   {word: i for i, word in enumerate(manifest.pop("title_words"))})
 
     def matches(self, info) -> bool:
         m = self.manifest
@@ -281,6 +309,27 @@ class Mirror:
             total[rows] += weighted * tf * (k1 + 1) / (tf + norm[rows])
             held[rows] = True
         return total, held
+
+    def titles(self, query_words: set[str], query_share: float):
+        """(title score of every chunk, whether it is a match): the SQL title match's
+        (lectio.retrieval.candidates.title_candidates) arithmetic in float64. A pericope matches
+        when at least half its title's words are query words and they are at least `query_share`
+        of the query's; it scores the product of the two shares."""
+        shared = np.zeros(len(self.chunk_ids))
+        offsets, postings = self.arrays["title_offsets"], self.arrays["title_postings"]
+        for word in query_words:
+            w = self.title_words.get(word)
+            if w is not None:
+                shared[postings[offsets[w]:offsets[w + 1]]] += 1
+        hit = np.flatnonzero(shared)
+        of_title = shared[hit] / self.arrays["title_length"][hit]
+        of_query = shared[hit] / len(query_words)
+        keep = (of_title >= 0.5) & (of_query >= query_share)
+        score = np.zeros(len(self.chunk_ids))
+        score[hit[keep]] = of_title[keep] * of_query[keep]
+        matched = np.zeros(len(self.chunk_ids), dtype=bool)
+        matched[hit[keep]] = True
+        return score, matched
 
     def _norm(self, k1: float, b: float, avgdl: float) -> np.ndarray:
         key = (k1, b, avgdl)

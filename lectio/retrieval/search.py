@@ -254,11 +254,15 @@ def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple
             # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
             found = lexical.candidates(conn, filters.mirror if rows is None else None, table_name, query, lexical_extra,
                                        filters.conditions(translation), where, params, config, filters.corpus)
-            words.append((lexical_weight, found if found is not None else candidates.lexical_candidates(
-                conn, table_name, query, lexical_extra, where, params, config, layout, posting_filter)))
+            if found is None:
+                found = lexical.Proposals(
+                    candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config,
+                                                  layout, posting_filter),
+                    candidates.title_candidates(conn, table_name, query, where, params, config, layout)
+                    if config.title_weight else [])
+            words.append((lexical_weight, found.words))
             if config.title_weight:
-                words.append((config.title_weight,
-                              candidates.title_candidates(conn, table_name, query, where, params, config, layout)))
+                words.append((config.title_weight, found.titles))
     finally:
         if side is not None:
             wait([side])  # the second connection is the caller's again only once its reads are done

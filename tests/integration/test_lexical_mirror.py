@@ -1,7 +1,9 @@
-"""The lexical mirror (lectio.index.mirror, lectio.retrieval.lexical): BM25 scored in the search
-process ranks exactly as the SQL scoring of every matching chunk, and what it proposes reaches a
-caller only through row-level security."""
+"""The lexical mirror (lectio.index.mirror, lectio.retrieval.lexical): BM25 scored and titles
+matched in the search process rank exactly as the SQL scoring of every matching chunk and the SQL
+title match, and what the mirror proposes reaches a caller only through row-level security."""
 
+import json
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -29,9 +31,10 @@ def live(main_run, conn, settings):
     return info, mirror.ensure(conn, info, settings.home)
 
 
-def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig()):
+def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig(),
+                      titles=False):
     """BM25 candidates from the mirror `found`, and from SQL scoring every chunk that holds a query
-    word (the reference), both read as `principals`."""
+    word (the reference), both read as `principals`; with `titles`, title matches both ways instead."""
     filters = Scope(principals, given, (info.rows, info.avg_doc_lexemes))
     translation = given.translation or "WEB"
     where, params = filters.where(translation)
@@ -40,8 +43,11 @@ def lexical_both_ways(conn, info, found, query, principals=("public",), given=Fi
         security.act_as_reader(conn, principals)
         mirrored = lexical.candidates(conn, found, info.table_name, query, extra, filters.conditions(translation),
                                       where, params, config, filters.corpus)
+        if titles:
+            return mirrored.titles, candidates.title_candidates(conn, info.table_name, query, where, params, config,
+                                                                info.layout)
         exhaustive = candidates.lexical_candidates(conn, info.table_name, query, extra, where, params, config, None)
-    return mirrored, exhaustive
+    return mirrored.words, exhaustive
 
 
 def ranked_alike(one, other) -> bool:
@@ -76,13 +82,44 @@ def test_the_mirror_ranks_as_sql_scoring_every_chunk(conn, live, query, principa
     assert [score for _, score in mirrored] == pytest.approx([score for _, score in exhaustive], rel=1e-12)
 
 
+def test_a_mirror_of_an_older_format_is_built_again_without_a_warning(conn, live, settings, caplog):
+    info, found = live
+    manifest = found.path / "manifest.json"
+    older = json.loads(manifest.read_text()) | {"format": mirror.FORMAT - 1}
+    manifest.write_text(json.dumps(older))
+    (found.path / "title_offsets.npy").unlink()  # as a mirror from before titles lacks it
+    mirror.forget(settings.home, info.version)
+    with caplog.at_level(logging.WARNING, logger=mirror.__name__):
+        rebuilt = mirror.ensure(conn, info, settings.home)
+    assert rebuilt is not None and rebuilt.manifest["format"] == mirror.FORMAT
+    assert (rebuilt.path / "title_offsets.npy").is_file()
+    assert not caplog.records  # an expected rebuild, not damage
+
+
+def test_the_mirror_matches_titles_as_sql_does(conn, live):
+    info, found = live
+    titles = [title for (title,) in conn.execute(
+        f"SELECT DISTINCT title FROM {info.table_name} WHERE granularity = 'pericope' ORDER BY title LIMIT 10")]
+    # A title alone, a title in a longer question (its share of the query falls), and queries
+    # that name no title.
+    queries = titles + [f"what does Paul teach about {title} and prayer" for title in titles] + QUERIES
+    matched = 0
+    for query in queries:
+        for principals, given in ((("public",), Filters()), (("public",), Filters(translation="KJV"))):
+            mirrored, in_sql = lexical_both_ways(conn, info, found, query, principals, given, titles=True)
+            assert mirrored == in_sql, query
+            matched += bool(mirrored)
+    assert matched >= len(titles)  # the comparison was not of empty lists
+
+
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 @pytest.mark.parametrize("query", QUERIES[:4])
 def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch, mode, query):
     principals = ("public", "user:alice")
     in_sql = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode, lexical_mirror=False))
-    # With the mirror on, BM25 never runs in SQL.
+    # With the mirror on, neither BM25 nor the title match runs in SQL.
     monkeypatch.setattr(candidates, "lexical_candidates", None)
+    monkeypatch.setattr(candidates, "title_candidates", None)
     mirrored = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode))
     assert mirrored.results
     assert [(r.chunk_id, r.score) for r in mirrored.results] == [(r.chunk_id, r.score) for r in in_sql.results]
@@ -97,7 +134,7 @@ def test_a_filter_the_mirror_lacks_is_left_to_sql(live):
 
 def bobs_note_first(conn, info, found) -> str:
     """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
-    weights = dict(conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3}).fetchall())
+    weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3})}
     scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
     first = found.chunk_ids[mirror.best(scores, held, 1)[0]]
     assert first.startswith("notes-bob")
@@ -126,7 +163,7 @@ class Unmasked(mirror.Mirror):
 def test_row_level_security_drops_what_a_wrong_mirror_proposes_and_deeper_ones_replace_it(conn, live, wanted):
     info, found = live
     bobs = bobs_note_first(conn, info, found)
-    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words)
+    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     config = replace(SearchConfig(), candidates=wanted)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, BOBS_WORDS, ("public", "user:alice"),
                                              Filters(kind="notes"), config)
@@ -138,10 +175,10 @@ def test_row_level_security_drops_what_a_wrong_mirror_proposes_and_deeper_ones_r
 def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
     info, found = live
     query = BOBS_WORDS + " propitiation wrath"  # Bob's note and one of Alice's lead
-    weights = dict(conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3}).fetchall())
+    weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3})}
     scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
     assert all(found.chunk_ids[i].startswith("notes-") for i in mirror.best(scores, held, 2))
-    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words)
+    wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),
                                              replace(SearchConfig(), candidates=1, expand_lexical=False))
     # The first two reads proposed only private chunks and returned nothing; a deeper one found the best public.
