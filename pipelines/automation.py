@@ -58,11 +58,10 @@ from assets.index import IndexConfig
 from assets.source_assets import entry_failure, source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
-from lectio.index.database import ensure_database
 from lectio.settings import load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from pipelines.outcomes import root_cause
-from resources import CorpusResource
+from resources import CorpusResource, DatabaseResource
 
 NIGHTLY_CRON = "0 2 * * *"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -293,12 +292,11 @@ def _finished(record) -> bool:
     return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
 
 
-def _deliver(alerts: list[Alert], log_fn) -> None:
+def _deliver(alerts: list[Alert], database: DatabaseResource, log_fn) -> None:
     if not alerts:
         return
-    settings = load_settings()
-    with ensure_database(settings).connect() as conn:
-        deliveries = send_alerts(conn, alerts, channels_from_settings(settings))
+    with database.connect() as conn:
+        deliveries = send_alerts(conn, alerts, channels_from_settings(load_settings()))
     for d in deliveries:
         if d.status == "failed":
             log_fn(f"alert {d.fingerprint} not sent on {d.channel}: {d.error}")
@@ -341,7 +339,7 @@ def _failed_checks_sensor():
         default_status=DefaultSensorStatus.STOPPED,
         description="Sends an alert for every failed asset check evaluation (once per check, source and run).",
     )
-    def alert_on_failed_checks(context: SensorEvaluationContext):
+    def alert_on_failed_checks(context: SensorEvaluationContext, database: DatabaseResource):
         storage = context.instance.event_log_storage
         event_filter = EventRecordsFilter(event_type=DagsterEventType.ASSET_CHECK_EVALUATION)
         if context.cursor is None:
@@ -358,7 +356,7 @@ def _failed_checks_sensor():
             return SkipReason("no new asset check evaluations")
         ui_url = load_settings().ui_url
         alerts = [a for a in (check_alert(r, ui_url, context.instance) for r in records) if a is not None]
-        _deliver(alerts, context.log.info)
+        _deliver(alerts, database, context.log.info)
         context.update_cursor(str(records[-1].storage_id))
         return SkipReason(f"{len(records)} check evaluations read; {_alert_summary(alerts)}")
 
@@ -406,9 +404,9 @@ def _failed_runs_sensor():
         default_status=DefaultSensorStatus.STOPPED,
         description="Sends an alert for every failed run, naming the source and the failing step.",
     )
-    def alert_on_failed_runs(context: RunFailureSensorContext):
+    def alert_on_failed_runs(context: RunFailureSensorContext, database: DatabaseResource):
         if failed_by_blocking_checks(context):
             return  # alert_on_failed_checks reports it, with the check's own details
-        _deliver([run_alert(context, load_settings().ui_url)], context.log.info)
+        _deliver([run_alert(context, load_settings().ui_url)], database, context.log.info)
 
     return alert_on_failed_runs

@@ -10,10 +10,11 @@ from typing import Optional
 
 import psycopg
 from dagster import ConfigurableResource
+from pydantic import PrivateAttr
 
 from lectio.embedding.model import Embedder
 from lectio.index import schema
-from lectio.index.database import open_database
+from lectio.index.database import Database, open_database
 from lectio.sources import Source, SourceError, load_source, load_sources
 
 
@@ -44,11 +45,23 @@ class DatabaseResource(ConfigurableResource):
 
     home: str
     url: Optional[str] = None
+    _database: Optional[Database] = PrivateAttr(default=None)
 
     def connect(self) -> psycopg.Connection:
-        conn = open_database(Path(self.home), self.url).connect()
-        schema.ensure_schema(conn)
-        return conn
+        return self._prepared().connect()
+
+    def _prepared(self) -> Database:
+        """The server started, both databases created and the schema current, once per instance:
+        Dagster makes one instance per run (per step process under a multiprocess executor) and
+        per sensor tick, so a run's later connections only connect. Not in setup_for_execution:
+        then every run would open the server at its start, and a run that fails reading its
+        source would fail on the database instead."""
+        if self._database is None:
+            database = open_database(Path(self.home), self.url)
+            with database.connect() as conn:
+                schema.ensure_schema(conn)
+            self._database = database
+        return self._database
 
 
 class EmbedderResource(ConfigurableResource):

@@ -118,21 +118,24 @@ def price_table(context):
     )
 
 
-def _tick(sensor, instance, cursor):
-    return sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
+def _tick(defs, name, instance, cursor):
+    """One tick of sensor `name`, with the resources (the database) its Definitions give it."""
+    sensor = defs.resolve_sensor_def(name)
+    return sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                                     resources=defs.resources))
 
 
 def test_failed_check_alert_reaches_webhook_and_smtp_once(instance, channels_env, webhook, smtp, settings):
-    sensor = build_definitions(settings.sources_file).resolve_sensor_def("alert_on_failed_checks")
-    start = _tick(sensor, instance, None).cursor  # the first tick starts watching from now
+    defs, sensor = build_definitions(settings.sources_file), "alert_on_failed_checks"
+    start = _tick(defs, sensor, instance, None).cursor  # the first tick starts watching from now
     result = materialize([price_table], partition_key="bad-source", instance=instance)
     run_id = result.run_id
 
-    first = _tick(sensor, instance, start)
+    first = _tick(defs, sensor, instance, start)
     # The same failure again: a tick evaluated twice from the same cursor (its cursor update
     # lost to a daemon restart), then the next tick from the advanced cursor.
-    _tick(sensor, instance, start)
-    _tick(sensor, instance, first.cursor)
+    _tick(defs, sensor, instance, start)
+    _tick(defs, sensor, instance, first.cursor)
 
     posts = [p for p in webhook.received if p["alert"]["run_id"] == run_id]
     assert len(posts) == 1
@@ -155,10 +158,10 @@ def test_failed_check_alert_reaches_webhook_and_smtp_once(instance, channels_env
 
 
 def test_passing_checks_send_nothing(instance, channels_env, webhook, smtp, settings):
-    sensor = build_definitions(settings.sources_file).resolve_sensor_def("alert_on_failed_checks")
-    start = _tick(sensor, instance, None).cursor
+    defs, sensor = build_definitions(settings.sources_file), "alert_on_failed_checks"
+    start = _tick(defs, sensor, instance, None).cursor
     materialize([price_table], partition_key="good-source", instance=instance)
-    assert _tick(sensor, instance, start).cursor != start  # it read the evaluation …
+    assert _tick(defs, sensor, instance, start).cursor != start  # it read the evaluation …
     assert webhook.received == [] and smtp.messages == []  # … and sent nothing
 
 
@@ -174,14 +177,13 @@ def shelf_index(context):
 
 def test_a_blocking_check_alerts_once_not_again_for_its_run(instance, channels_env, webhook, smtp, settings):
     defs = build_definitions(settings.sources_file)
-    checks, runs = defs.resolve_sensor_def("alert_on_failed_checks"), defs.resolve_sensor_def("alert_on_failed_runs")
-    check_start = _tick(checks, instance, None).cursor
-    run_start = runs.evaluate_tick(build_sensor_context(instance=instance, definitions=defs)).cursor
+    check_start = _tick(defs, "alert_on_failed_checks", instance, None).cursor
+    run_start = _tick(defs, "alert_on_failed_runs", instance, None).cursor
     result = materialize([shelf, shelf_index], partition_key="bad-source", instance=instance, raise_on_error=False)
     assert not result.success  # the blocking check failed the run and kept shelf_index from running
 
-    _tick(checks, instance, check_start)
-    runs.evaluate_tick(build_sensor_context(instance=instance, cursor=run_start, definitions=defs))
+    _tick(defs, "alert_on_failed_checks", instance, check_start)
+    _tick(defs, "alert_on_failed_runs", instance, run_start)
     posts = [p["alert"] for p in webhook.received if p["alert"]["run_id"] == result.run_id]
     assert [(a["kind"], a["check"]) for a in posts] == [("check_failed", "acl_present")]
 
