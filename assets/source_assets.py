@@ -85,8 +85,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
                              description="What each source is ingested from (its entry, files, ruleset version and "
                              "the model), one data version per source; a new one marks that source's raw_texts stale. "
                              "Observed by `lectio run`, the source_changes sensor, or Observe here.")
-    def source_inputs(corpus: CorpusResource):
-        prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path)
+    def source_inputs(corpus: CorpusResource, embedder: EmbedderResource):
+        prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
         return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
 
     # The entry is checked in raw_texts' own step, before anything is read: a bad entry is then

@@ -61,7 +61,7 @@ from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from pipelines.outcomes import root_cause
-from resources import CorpusResource, DatabaseResource
+from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 NIGHTLY_CRON = "0 2 * * *"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -136,13 +136,13 @@ def _source_change_sensor(ingest_job):
         default_status=DefaultSensorStatus.STOPPED,
         description="Requests ingest runs for exactly the sources whose content or entry changed.",
     )
-    def source_changes(context: SensorEvaluationContext, corpus: CorpusResource):
+    def source_changes(context: SensorEvaluationContext, corpus: CorpusResource, embedder: EmbedderResource):
         # Cursor: {"generation": n, "fingerprints": {source: hash}}. The first sight of a source
         # is its baseline (a never-ingested source is the nightly run's business, not a change).
         state = json.loads(context.cursor) if context.cursor else {"generation": 0, "fingerprints": {}}
         seen: dict[str, str] = state["fingerprints"]
         keys = _source_partitions(context)
-        prints = input_fingerprints(corpus.sources_path, corpus.corpus_path)
+        prints = input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
         now = {k: prints.get(k, "removed") for k in keys}
         changed = [k for k in keys if now[k] is not None and k in seen and seen[k] != now[k]]
         fingerprints = {**seen, **{k: v for k, v in now.items() if v is not None}}

@@ -35,7 +35,7 @@ def lectio_resources(settings: Settings, sources_file: Path) -> dict:
     return {
         "corpus": CorpusResource(sources_file=str(sources_file), corpus_dir=env("LECTIO_CORPUS_DIR", settings.corpus_dir)),
         "database": DatabaseResource(home=env("LECTIO_HOME", settings.home), url=env("DATABASE_URL", None)),
-        "embedder": EmbedderResource(),
+        "embedder": EmbedderResource(backend=env("LECTIO_EMBED_BACKEND", None)),
     }
 
 

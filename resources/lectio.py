@@ -65,13 +65,16 @@ class DatabaseResource(ConfigurableResource):
 
 
 class EmbedderResource(ConfigurableResource):
-    """The embedding model, loaded once per process that uses it."""
+    """The embedding model, loaded once per process that uses it. `backend` is the runtime that
+    embeds (torch or onnx, LECTIO_EMBED_BACKEND in the Definitions); None leaves it to the
+    domain's default: LECTIO_EMBED_BACKEND, else the one this machine measured fastest."""
 
     batch_size: int = 64
+    backend: Optional[str] = None
 
     @cached_property
     def _embedder(self) -> Embedder:
-        return Embedder(batch_size=self.batch_size)
+        return Embedder(batch_size=self.batch_size, backend=self.backend)
 
     def embedder(self) -> Embedder:
         return self._embedder

@@ -1,6 +1,7 @@
 """Which runtime runs the model: torch (PyTorch eager, through sentence-transformers) or onnx
 (ONNX Runtime over an export of the same weights, lectio.embedding.onnx_runtime).
 
+A caller may name the backend (the Dagster EmbedderResource's `backend`); otherwise
 LECTIO_EMBED_BACKEND=torch|onnx chooses. Unset, the machine chooses, by measurement: the first
 time a home needs the model id, both backends embed the same 32 probe texts (a query's length to a
 chunk's) on every core, in turn, three times; ONNX is chosen when its vectors are those of torch
@@ -44,11 +45,16 @@ log = logging.getLogger(__name__)
 
 def requested() -> str | None:
     """LECTIO_EMBED_BACKEND (checked), None when unset."""
-    chosen = os.environ.get("LECTIO_EMBED_BACKEND", "").strip().lower()
+    return checked(os.environ.get("LECTIO_EMBED_BACKEND"), "LECTIO_EMBED_BACKEND")
+
+
+def checked(value: str | None, setting: str = "the embedding backend") -> str | None:
+    """`value` as a backend's name, None when blank; `setting` names it in the error."""
+    chosen = (value or "").strip().lower()
     if not chosen:
         return None
     if chosen not in BACKENDS:
-        raise ValueError(f"LECTIO_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, not {chosen!r}")
+        raise ValueError(f"{setting} must be one of {', '.join(BACKENDS)}, not {chosen!r}")
     return chosen
 
 
@@ -59,14 +65,17 @@ def check(backend: str, precision: str) -> None:
 
 
 @lru_cache(maxsize=4)
-def backend(name: str, release: str, precision: str) -> str:
-    """The backend new embeddings are made with, logged once per process."""
-    chosen = requested()
+def backend(name: str, release: str, precision: str, given: str | None = None) -> str:
+    """The backend new embeddings are made with: `given`, else LECTIO_EMBED_BACKEND, else this
+    machine's measurement; logged once per process."""
+    chosen, why = checked(given), "the caller's"
+    if chosen is None:
+        chosen, why = requested(), "LECTIO_EMBED_BACKEND"
     if chosen is not None:
         check(chosen, precision)
         if chosen == "onnx":
             onnx_runtime.require()
-        log.info("embedding backend %s (LECTIO_EMBED_BACKEND)", chosen)
+        log.info("embedding backend %s (%s)", chosen, why)
         return chosen
     if precision not in PRECISIONS["onnx"]:
         log.info("embedding backend torch: %s runs on torch only", precision)

@@ -5,7 +5,8 @@ inputs past 256 word pieces, so anything longer is embedded in windows that are 
 (see `Embedder.encode`) rather than cut.
 
 Which model, numerics and backend embed is a setting (LECTIO_EMBED_MODEL, LECTIO_EMBED_PRECISION,
-LECTIO_EMBED_BACKEND: torch or ONNX Runtime, see lectio.embedding.backends) and part of every cache
+LECTIO_EMBED_BACKEND: torch or ONNX Runtime, see lectio.embedding.backends; a caller such as the
+Dagster resource may name the backend itself) and part of every cache
 key and fingerprint, so a change re-embeds every source into a new index version: `lectio migrate`
 builds it beside the live one and the gate decides. Each version records the model that made its
 vectors, and a search of it embeds the query with that model, in that backend.
@@ -68,15 +69,16 @@ class ModelChoice:
         return choice
 
 
-@lru_cache(maxsize=1)
-def configured_model() -> ModelChoice:
+@lru_cache(maxsize=4)
+def configured_model(backend: str | None = None) -> ModelChoice:
     """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), the numerics and the
-    backend (LECTIO_EMBED_BACKEND, or the one this machine measured fastest: lectio.embedding.backends)."""
+    backend: `backend` where the caller names one, else LECTIO_EMBED_BACKEND, else the one this
+    machine measured fastest (lectio.embedding.backends)."""
     name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
     if name not in PACKAGED_MODELS:
         raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
     precision = numerics.precision()
-    return ModelChoice(name, precision, backends.backend(name, release_of(name), precision))
+    return ModelChoice(name, precision, backends.backend(name, release_of(name), precision, backend))
 
 
 def model_id() -> str:
@@ -182,11 +184,12 @@ def one_model_thread() -> None:
 
 class Embedder:
     """Unit-length float32 embeddings, one per text, whatever the text's length: by the
-    configured model unless another is chosen."""
+    configured model unless another is chosen (`backend` names the configured model's runtime,
+    torch or onnx; None leaves it to configured_model)."""
 
-    def __init__(self, batch_size: int = 64, choice: ModelChoice | None = None):
+    def __init__(self, batch_size: int = 64, choice: ModelChoice | None = None, backend: str | None = None):
         self.batch_size = batch_size
-        self.choice = choice or configured_model()
+        self.choice = choice or configured_model(backend)
         self.model_id = self.choice.id
         self._onnx = None
         if self.choice.backend == "onnx":

@@ -60,12 +60,13 @@ FORMATS: dict[tuple[str, str | None], Format] = {
 }
 
 
-def input_fingerprints(sources_file: Path, corpus_dir: Path) -> dict[str, str | None]:
+def input_fingerprints(sources_file: Path, corpus_dir: Path, model: str | None = None) -> dict[str, str | None]:
     """source id → what its stored chunks and embeddings are made from: its entry and input files,
-    the version of the one ruleset that chunks it and the embedding model. A rule change moves
-    only the fingerprints of the sources that ruleset chunks. None where the source's data is not
-    on this machine yet."""
-    model, base = model_id(), Path(sources_file).resolve().parent
+    the version of the one ruleset that chunks it and the embedding model (`model`, the id of the
+    embedder that will embed them; the configured one when None). A rule change moves only the
+    fingerprints of the sources that ruleset chunks. None where the source's data is not on this
+    machine yet."""
+    model, base = model or model_id(), Path(sources_file).resolve().parent
     prints: dict[str, str | None] = {}
     for entry in read_entries(sources_file):
         try:

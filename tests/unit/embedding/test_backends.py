@@ -69,6 +69,19 @@ def test_the_backend_setting_is_checked_and_feeds_the_model_id(fresh):
         model.configured_model()
 
 
+def test_a_backend_the_caller_names_wins_and_the_setting_stays_the_default(fresh):
+    from resources import EmbedderResource
+
+    fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
+    assert Embedder(backend="torch").choice.backend == "torch"
+    assert Embedder().choice.backend == "onnx"
+    # The Dagster resource passes its field in; unset, the setting decides as it does for the CLI.
+    assert EmbedderResource(backend="torch").model_id == Embedder(backend="torch").model_id
+    assert EmbedderResource().model_id == model.model_id() == Embedder(backend="onnx").model_id
+    with pytest.raises(ValueError, match="the embedding backend must be one of torch, onnx, not 'tpu'"):
+        Embedder(backend="tpu")
+
+
 def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys):
     fresh.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     assert not onnx_runtime.available()
