@@ -84,17 +84,14 @@ def search(
     *,
     k: int = 10,
     principals: tuple[str, ...] = DEFAULT_PRINCIPALS,
-    kind: str | None = None,
-    translation: str | None = None,
     version: str | None = None,
     embedder: Embedder | None = None,
     config: SearchConfig | None = None,
     filters: Filters | None = None,
     vector_conn: psycopg.Connection | None = None,
 ) -> SearchResponse:
-    """`kind` and `translation` are shorthands for the same fields of `filters`. With
-    `vector_conn`, a second connection to the same database (a service's pool has one to spare),
-    the vector side of a ranked search runs on it while `conn` answers the lexical side."""
+    """With `vector_conn`, a second connection to the same database (a service's pool has one to
+    spare), the vector side of a ranked search runs on it while `conn` answers the lexical side."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
     # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
@@ -105,9 +102,6 @@ def search(
     if refused := _unservable(query, version, info):
         return refused
     version = info.version
-    given = filters or Filters()
-    if kind or translation:
-        given = replace(given, kind=kind or given.kind, translation=translation or given.translation)
     config = config or SearchConfig()
     try:
         ranges = parse_reference(query)
@@ -115,7 +109,7 @@ def search(
         return SearchResponse(query, "reference", version, message=str(exc))
     # Read (or built, once per version) as the owner, before the search turns reader.
     lexical_mirror = config.lexical_mirror and config.mode != "vector" and not ranges
-    filters = Scope(principals, given, (info.rows or 0, info.avg_doc_lexemes or 0),
+    filters = Scope(principals, filters or Filters(), (info.rows or 0, info.avg_doc_lexemes or 0),
                        mirrors.ensure(conn, info) if lexical_mirror else None)
     if not ranges:  # a reference is looked up, not embedded
         try:

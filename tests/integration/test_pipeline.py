@@ -7,6 +7,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from lectio.index import versions
 from pipelines.cli import main as cli
+from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import search
 from pipelines.definitions import build_definitions
 from pipelines.runners import run_main
@@ -34,7 +35,7 @@ def test_reference_queries_return_the_verse_first(main_run, conn):
     results = search(conn, "Romans 5:1").results
     assert results[0].chunk_id == "rom_5_1_web" and results[0].refs == ["rom_5_1"]
     assert [r.chunk_id for r in search(conn, "Rom 8:28-30").results] == [f"rom_8_{v}_web" for v in (28, 29, 30)]
-    assert search(conn, "Phil 4:6", translation="KJV").results[0].chunk_id == "phil_4_6_kjv"
+    assert search(conn, "Phil 4:6", filters=Filters(translation="KJV")).results[0].chunk_id == "phil_4_6_kjv"
 
 
 def test_unknown_references_get_a_message_not_a_crash(main_run, conn):

@@ -353,9 +353,9 @@ def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
     moved = _beyond_cap(spread)
     assert moved == list(range(len(spread) - len(moved), len(spread)))  # with it, extras come last
     # Asking for one kind is asking for that kind's best, in order.
-    notes = find(conn, small_index, query, kind="notes").results
+    notes = find(conn, small_index, query, filters=Filters(kind="notes")).results
     assert [r.chunk_id for r in notes] == [
-        r.chunk_id for r in find(conn, small_index, query, kind="notes", config=SearchConfig(per_source=None)).results]
+        r.chunk_id for r in find(conn, small_index, query, filters=Filters(kind="notes"), config=SearchConfig(per_source=None)).results]
 
 
 # ---------------------------------------------------------------- word studies
