@@ -137,6 +137,23 @@ def conn(database):
 
 
 @pytest.fixture(scope="session")
+def theology():
+    """The committed theology query set, for the unit tests of its shape and the integration
+    tests that read its verses in the WEB module."""
+    from lectio.evaluation.querysets import load_queries
+
+    return load_queries(PROJECT / "data" / "queries" / "theology.jsonl")
+
+
+@pytest.fixture(scope="session")
+def naves_set():
+    """The committed Nave's query set."""
+    from lectio.evaluation.querysets import load_queries
+
+    return load_queries(PROJECT / "data" / "queries" / "naves.jsonl")
+
+
+@pytest.fixture(scope="session")
 def main_run(settings):
     """The main job (`lectio run`) over the fixture corpus, once per session."""
     from pipelines.runners import run_main

@@ -1,5 +1,6 @@
 """Commentary through the real SWORD reader on a few chapters of the three real modules:
-Matthew Henry's Concise (mhcc), Spurgeon's Treasury of David (tdavid), Scofield's notes."""
+Matthew Henry's Concise (mhcc), Spurgeon's Treasury of David (tdavid), Scofield's notes
+(downloaded on first use; the markup parser on its own: tests/unit/readers/test_sword_commentary.py)."""
 
 import re
 from collections import Counter
@@ -8,7 +9,7 @@ import pytest
 
 from lectio.rulesets import commentary
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.readers.sword_commentary import Paragraph, Title, osis_ref_ids, parse_blocks, read_sword_commentary
+from lectio.readers.sword_commentary import osis_ref_ids, read_sword_commentary
 from lectio.bible.refs import Ref
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import last_sentence
@@ -255,20 +256,6 @@ def test_references_to_verses_that_do_not_exist_are_counted_not_invented(mhcc):
 
 
 # ---------------------------------------------------------------- markup and bad input
-
-
-def test_markup_blocks_keep_lists_with_their_introduction_and_drop_notes():
-    markup = (
-        '<title type="x-s">Heading</title><div sID="p1" type="x-p"/><hi type="bold">grace</hi> '
-        'is named three ways:<div eID="p1" type="x-p"/> <list><item>(1) <reference osisRef="Eph.2.8">Eph 2:8</reference>;</item>'
-        "<item>(2) a gift<note>an editor's aside</note>.</item></list>"
-        '<div sID="p2" type="x-p"/>Plain <hi type="italic">closing</hi> words.<div eID="p2" type="x-p"/>'
-    )
-    assert parse_blocks(markup) == [
-        Title("x-s", "Heading"),
-        Paragraph("grace is named three ways:\n(1) Eph 2:8;\n(2) a gift.", "grace", ("Eph.2.8",)),
-        Paragraph("Plain closing words."),
-    ]
 
 
 def test_bad_sources_fail_with_a_clear_error(settings):

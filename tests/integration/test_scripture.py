@@ -1,13 +1,11 @@
-"""Scripture through the real SWORD reader on a few chapters: structure, verses and pericopes."""
-
-from pathlib import Path
+"""Scripture through the real SWORD reader on a few chapters: structure, verses and pericopes
+(the modules downloaded on first use; the errors that need none:
+tests/unit/rulesets/test_scripture_errors.py)."""
 
 import pytest
 
 from lectio.rulesets import scripture
 from lectio.embedding.model import count_tokens
-from lectio.readers.raw import RawText
-from lectio.readers.sword_bible import RawVerse
 from lectio.sources import Source, SourceError
 
 pytestmark = pytest.mark.network
@@ -96,12 +94,6 @@ def test_the_glossary_after_revelation_22_21_is_cut_off(settings):
     assert structure.loc["rev_22_21", "dropped_chars"] > 10_000
 
 
-def test_an_overlong_verse_fails_the_source():
-    raw = RawText("web", "x", [RawVerse("Rev", 22, 21, "word " * 400)], units=1)
-    with pytest.raises(SourceError, match="Revelation 22:21 is 1999 characters"):
-        scripture.parse(bible("Revelation 22"), raw)
-
-
 def test_kjv_uses_its_own_ids_and_pilcrows(settings):
     source = bible("Philippians 4", module="engKJV2006eb", translation="KJV")
     structure = scripture.parse(source, scripture.read(source, settings.corpus_dir))
@@ -113,12 +105,6 @@ def test_kjv_uses_its_own_ids_and_pilcrows(settings):
 def test_select_that_is_not_a_passage_is_a_source_error(settings):
     with pytest.raises(SourceError, match="'select'"):
         scripture.read(bible("the good bits"), settings.corpus_dir)
-
-
-def test_a_missing_module_is_a_source_error(tmp_path):
-    source = Source(id="lost", kind="scripture", format="sword-bible", acl=("public",), module="nosuchmodule")
-    with pytest.raises(SourceError, match="source 'lost'"):
-        scripture.read(source, Path(tmp_path))
 
 
 def test_paragraphs_carry_two_sentences_of_context_within_the_model_window(philippians):
