@@ -21,7 +21,8 @@ reference's top candidates each finds, and whether the mirror's list is the refe
 
 Each stage of a hybrid search timed alone, p50/p95 (`stages`): the query embedding, BM25 and
 pericope titles from the mirror (as a search takes them), BM25 from the postings in SQL and the
-title match in SQL (the fallback), the HNSW step, fusion with the citation prior, and the
+title match in SQL (the fallback), the HNSW step, fusion with the citation prior (its counts from
+the mirror; the same counts read in SQL beside it), and the
 read of the returned rows. Last, a concurrency run against `lectio serve` over loopback: 1, 2, 4
 and 8 clients, throughput and p95 per level.
 
@@ -39,7 +40,7 @@ import time
 
 from psycopg import sql
 
-from lectio.index import mirror, schema, versions
+from lectio.index import citations, mirror, schema, versions
 from lectio.index.database import ensure_database
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries, select_part
@@ -274,7 +275,9 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
                     conn, table, vector, where, params, dataclasses.replace(config, ef_search=ef)))
             fused = timed("fusion", lambda: retrievers.weigh_prominence(
                 conn, table, retrievers.fuse([(1.0, near), (1.0, words), (1.0, titles)], config.rrf_k),
-                config.prominence_weight, version.layout))
+                config.prominence_weight, version.layout, mirrored))
+            timed("citations_sql", lambda: citations.most_cited(conn, table, [chunk_id for chunk_id, _ in fused],
+                                                                version.layout))
             timed("rows", lambda: rerank.rows_by_id(conn, table, [chunk_id for chunk_id, _ in fused[:80]]))
     return {name: {"p50": round(1000 * percentile(values, 50), 2), "p95": round(1000 * percentile(values, 95), 2)}
             for name, values in times.items()}

@@ -8,7 +8,8 @@ hold, for every word, the chunks that hold it and how often (the term frequency 
 tsvector gives: the number of its positions), each chunk's length in words, and the document
 frequencies of the version's lexicon: the same numbers the SQL scoring reads, so the scores are
 the same. Beside them, each pericope's title words (the words the SQL title match reads), so
-titles are matched here too. A mirror also knows each chunk's ACL and the columns of the usual
+titles are matched here too, and each scripture chunk's citation count (its most cited verse's,
+lectio.index.citations: public chunks' citations only), so the citation prior needs no query. A mirror also knows each chunk's ACL and the columns of the usual
 filters, so it can narrow to what a caller may see before ranking; it only proposes chunk ids.
 What a caller gets is read under row-level security as that caller (lectio.retrieval.lexical).
 
@@ -34,17 +35,18 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
+from lectio.index import citations
 from lectio.settings import load_settings
 
 log = logging.getLogger(__name__)
 # Bump when the files change, so an older mirror is built again rather than misread.
-FORMAT = 2
+FORMAT = 3
 # Filter columns a mirror holds besides the ACL: a condition on any other sends the search to SQL.
 # tradition and tier are a commentary's, read from the chunk's metadata as the filters read them.
 COLUMNS = {"kind": "kind", "translation": "translation", "testament": "testament", "genre": "genre",
            "tradition": "metadata ->> 'tradition'", "tier": "metadata ->> 'tier'"}
 _ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", "title_offsets", "title_postings", "title_length",
-           *COLUMNS)
+           "cited", *COLUMNS)
 # Masks kept per mirror (one per set of principals and filters seen, 133 KB each on the full
 # corpus): past this many the oldest are dropped.
 _MASKS_KEPT = 64
@@ -130,6 +132,9 @@ def build(conn: psycopg.Connection, info, home: Path) -> Path:
     chunks, words, ndoc, titles = _read(conn, info)
     arrays, manifest = _arrays(chunks, words, ndoc)
     arrays.update(_title_arrays(titles, len(chunks), manifest))
+    # The prior's own query, once for every chunk, so its counts are the ones SQL would give.
+    cited = citations.most_cited(conn, info.table_name, manifest["chunk_ids"], info.layout)
+    arrays["cited"] = np.array([cited.get(chunk_id, 0) for chunk_id in manifest["chunk_ids"]], dtype=np.int32)
     manifest.update(format=FORMAT, version=info.version, table=info.table_name, fingerprint=info.fingerprint,
                     rows=info.rows)
     target = folder(home, info.version)
@@ -240,6 +245,7 @@ class Mirror:
     words: dict[str, int]
     title_words: dict[str, int]
     _masks: dict = field(default_factory=dict)
+    _positions: dict[str, int] | None = None
     _norms: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -330,6 +336,16 @@ class Mirror:
         matched = np.zeros(len(self.chunk_ids), dtype=bool)
         matched[hit[keep]] = True
         return score, matched
+
+    def most_cited(self, chunk_ids: list[str]) -> dict[str, int]:
+        """chunk_id → citations of its most cited verse, for the scripture chunks among `chunk_ids`
+        that have any (lectio.index.citations.most_cited's answer, without the query)."""
+        if self._positions is None:
+            self._positions = {chunk_id: i for i, chunk_id in enumerate(self.chunk_ids)}
+        cited = self.arrays["cited"]
+        found = ((chunk_id, int(cited[self._positions[chunk_id]])) for chunk_id in chunk_ids
+                 if chunk_id in self._positions)
+        return {chunk_id: count for chunk_id, count in found if count}
 
     def _norm(self, k1: float, b: float, avgdl: float) -> np.ndarray:
         key = (k1, b, avgdl)

@@ -17,8 +17,11 @@ from lectio.retrieval.config import SearchConfig
 
 
 def weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float,
-                     layout: int | None = None) -> list[tuple[str, float]]:
-    cited = citations.most_cited(conn, table_name, [chunk_id for chunk_id, _ in fused], layout)
+                     layout: int | None = None, mirror=None) -> list[tuple[str, float]]:
+    """`fused` weighed by the citation prior; the counts from the version's lexical mirror where
+    there is one (lectio.index.mirror), else from its citation table."""
+    ids = [chunk_id for chunk_id, _ in fused]
+    cited = mirror.most_cited(ids) if mirror is not None else citations.most_cited(conn, table_name, ids, layout)
     weighed = [(chunk_id, score * (1 + weight * math.log1p(cited.get(chunk_id, 0)))) for chunk_id, score in fused]
     return sorted(weighed, key=lambda item: -item[1])
 

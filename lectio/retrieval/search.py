@@ -276,7 +276,7 @@ def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple
         if linked:
             fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k, power)
     if config.mode == "hybrid" and config.prominence_weight:
-        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout)
+        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout, filters.mirror)
     return fused
 
 

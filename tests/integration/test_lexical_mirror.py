@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from lectio.index import mirror, revocation, security, versions
+from lectio.index import citations, mirror, revocation, security, versions
 from lectio.retrieval import candidates, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
@@ -96,6 +96,15 @@ def test_a_mirror_of_an_older_format_is_built_again_without_a_warning(conn, live
     assert not caplog.records  # an expected rebuild, not damage
 
 
+def test_the_mirror_counts_citations_as_sql_does(conn, live):
+    info, found = live
+    ids = found.chunk_ids
+    in_sql = citations.most_cited(conn, info.table_name, ids, info.layout)
+    assert in_sql  # the fixture's commentary cites verses: the comparison is not of empty maps
+    assert found.most_cited(ids) == in_sql
+    assert found.most_cited(["no-such-chunk", *ids[:3]]) == {i: in_sql[i] for i in ids[:3] if i in in_sql}
+
+
 def test_the_mirror_matches_titles_as_sql_does(conn, live):
     info, found = live
     titles = [title for (title,) in conn.execute(
@@ -117,9 +126,10 @@ def test_the_mirror_matches_titles_as_sql_does(conn, live):
 def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch, mode, query):
     principals = ("public", "user:alice")
     in_sql = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode, lexical_mirror=False))
-    # With the mirror on, neither BM25 nor the title match runs in SQL.
+    # With the mirror on, neither BM25, the title match nor the citation prior's counts are read in SQL.
     monkeypatch.setattr(candidates, "lexical_candidates", None)
     monkeypatch.setattr(candidates, "title_candidates", None)
+    monkeypatch.setattr(citations, "most_cited", None)
     mirrored = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode))
     assert mirrored.results
     assert [(r.chunk_id, r.score) for r in mirrored.results] == [(r.chunk_id, r.score) for r in in_sql.results]
