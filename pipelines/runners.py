@@ -12,6 +12,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterator
 
 from dagster import (
@@ -70,8 +71,14 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
 
 def ui_origin(defs, job_name: str) -> RemoteJobOrigin:
     """The job as the UI knows it: in the code location that workspace.yaml (`lectio dev`) names."""
+    return RemoteJobOrigin(RemoteRepositoryOrigin(_workspace_location(), defs.get_repository_def().name), job_name)
+
+
+@lru_cache(maxsize=1)
+def _workspace_location():
+    # Read once per process: a `lectio run` records it on every run it executes.
     (location,) = location_origins_from_yaml_paths([str(PROJECT_ROOT / "workspace.yaml")])
-    return RemoteJobOrigin(RemoteRepositoryOrigin(location, defs.get_repository_def().name), job_name)
+    return location
 
 
 def _run_config(**ops) -> RunConfig:
@@ -141,17 +148,43 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
     instance = DagsterInstance.get()
-    ids = source_ids(settings.sources_file)
+    outcomes = _ingest_sources(defs, instance, settings, echo)
+    failed = [o.source_id for o in outcomes if not o.ok]
+    expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
+    echo("index: size distribution, embeddings lookup, pgvector table …")
+    # This process holds the writer lock for the whole run (run_main), so the build must not take it.
+    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
+                               writer_lock_held=True)
+    result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
+    if _interrupted(result):
+        raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
+    index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
+    if not result.success:
+        index["error"] = _failure_message(result)
+    report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
+    echo(_describe_index(report))
+    return report
 
-    outcomes = []
+
+def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict[str, str | None]:
+    """Each source's input fingerprint, the SWORD modules this machine lacks fetched first."""
     prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
     if None in prints.values():  # a module not fetched yet: fetch, then fingerprint what was fetched
         echo("fetching the SWORD modules this machine lacks …")
         fetch_missing_modules(settings.sources_file, settings.corpus_dir)
         prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
+    return prints
+
+
+def _ingest_sources(defs, instance: DagsterInstance, settings: Settings,
+                    echo: Callable[[str], None]) -> list[SourceOutcome]:
+    """Each source through the ingest job in its own run, or reused where its inputs are unchanged."""
+    ids = source_ids(settings.sources_file)
+    prints = _input_fingerprints(settings, echo)
     # Observed before the runs, so each run's materializations record the inputs they were made from.
     for observation in source_observations(prints):
         instance.report_runless_asset_event(observation)
+    outcomes = []
     for position, source_id in enumerate(ids, start=1):
         t0 = time.monotonic()
         inputs = prints.get(source_id)
@@ -169,33 +202,11 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
         # A bad entry ends the run successfully, having read nothing (assets.source_assets).
         entry = entry_failure(result.all_events)
         ok = result.success and entry is None
-        outcome = SourceOutcome(
-            source_id,
-            ok,
-            time.monotonic() - t0,
-            _stage_seconds(instance, result.run_id),
-            _facts(result, ["parsed_structure", "chunks", "embeddings"]),
-            None if ok else entry or _failure_message(result),
-            result.run_id,
-        )
-        outcomes.append(outcome)
-        echo(_describe(outcome))
-
-    failed = [o.source_id for o in outcomes if not o.ok]
-    expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
-    echo("index: size distribution, embeddings lookup, pgvector table …")
-    # This process holds the writer lock for the whole run (run_main), so the build must not take it.
-    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
-                               writer_lock_held=True)
-    result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
-    if _interrupted(result):
-        raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
-    index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
-    if not result.success:
-        index["error"] = _failure_message(result)
-    report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
-    echo(_describe_index(report))
-    return report
+        outcomes.append(SourceOutcome(source_id, ok, time.monotonic() - t0, _stage_seconds(instance, result.run_id),
+                                      _facts(result, ["parsed_structure", "chunks", "embeddings"]),
+                                      None if ok else entry or _failure_message(result), result.run_id))
+        echo(_describe(outcomes[-1]))
+    return outcomes
 
 
 def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) -> SourceOutcome | None:
