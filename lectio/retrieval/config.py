@@ -82,6 +82,16 @@ class SearchConfig:
     # (Nave's MRR) and lost nowhere; 1 lifted near-quotation MRR within noise and cost budget.
     query_share_weight: float = 0.2
     query_share_depth: int = 10
+    # A hit longer than `long_passage_tokens` word pieces among the first k follows the shorter
+    # ones (lectio.retrieval.rerank.long_passages_last); with `long_passage_parts`, the best
+    # smaller scripture hit inside it (a verse or paragraph further down) takes its place. Hybrid
+    # mode only; 0 turns it off. A 46-verse pericope ranked first spent a whole 1,000-word-piece
+    # page on the one verse a quotation asked for. 1000 (a page) with parts was chosen on the dev
+    # parts over 500, 700, 850 and 1500 and over no parts: near-quotation budget recall .985 ->
+    # 1.000, theology .499 -> .507, recall@20 unchanged everywhere, MRR within noise (parts
+    # off cost theology MRR; 500 cost it beyond noise); see docs/results.md.
+    long_passage_tokens: int = 1000
+    long_passage_parts: bool = True
     # Cross-reference expansion: verses the corpus links to the best hits' passages,
     # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight

@@ -8,6 +8,7 @@ import json
 import numpy as np
 from psycopg import sql
 
+from lectio.embedding.model import count_tokens
 from lectio.retrieval.expansion import query_words
 from lectio.retrieval.shape import content_words
 
@@ -40,6 +41,56 @@ def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
         return hits
     head = [(row, score * (1 + weight * _share(row, wanted) ** 2)) for row, score in hits[:depth]]
     return sorted(head, key=lambda hit: -hit[1]) + hits[depth:]
+
+
+def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: int,
+                       parts: bool = False) -> list[tuple[tuple, float]]:
+    """Within the first `depth` hits, a hit whose text is longer than `max_tokens` word pieces
+    follows the shorter ones (in order): a reader, or a model's context, that takes the page from
+    the top spends a whole budget on it, and its vector, averaged over windows, speaks for none of
+    its parts. With `parts`, the best-ranked smaller scripture hit inside such a passage (its verse
+    or paragraph, further down the list) takes the passage's place, so what the passage answered
+    with still comes first; run before collapse_covered, which would drop the part as covered."""
+    head, tail = hits[:depth], hits[depth:]
+    long = {row[0] for row, tokens in zip((row for row, _ in head), _tokens(head, max_tokens))
+            if tokens > max_tokens}
+    if not long:
+        return hits
+    if not parts:
+        return [hit for hit in head if hit[0][0] not in long] + [hit for hit in head if hit[0][0] in long] + tail
+    moved: set[str] = set()
+    ordered = []
+    for position, (row, score) in enumerate(hits):
+        if row[0] in moved:
+            continue
+        if row[0] in long:
+            part = next((hit for hit in hits[position + 1:] if hit[0][0] not in moved and hit[0][0] not in long
+                         and _inside(hit[0], row)), None)
+            if part is not None:
+                moved.add(part[0][0])
+                ordered.append((part[0], max(score, part[1])))
+        ordered.append((row, score))
+    return ordered
+
+
+def _tokens(hits: list[tuple[tuple, float]], at_most: int) -> list[int]:
+    """Word pieces of each hit's text as a result returns it (its header, then its own text); for
+    a text of at most `at_most` characters, its length instead, which no count of its pieces
+    exceeds (a piece is at least one character): most hits are verses, and tokenizing every hit
+    cost milliseconds a search."""
+    header_at = COLUMNS.index("header")
+    texts = [f"{row[header_at]}\n{own_text(row)}" if row[header_at] else own_text(row) for row, _ in hits]
+    long = [text for text in texts if len(text) > at_most]
+    counts = iter(count_tokens(long))
+    return [next(counts) if len(text) > at_most else len(text) for text in texts]
+
+
+def _inside(part: tuple, passage: tuple) -> bool:
+    """Scripture of the same translation whose verses are all among the passage's, and fewer."""
+    refs_at, translation_at, kind_at = COLUMNS.index("refs"), COLUMNS.index("translation"), COLUMNS.index("kind")
+    refs, around = set(part[refs_at] or ()), set(passage[refs_at] or ())
+    return part[kind_at] == passage[kind_at] == "scripture" and part[translation_at] == passage[translation_at] \
+        and bool(refs) and refs < around
 
 
 def _share(row: tuple, wanted: set[str]) -> float:

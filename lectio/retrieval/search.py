@@ -315,6 +315,9 @@ def _ranked_search(request: _Request) -> SearchResponse:
     hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
     if config.query_share_weight and config.mode == "hybrid":
         hits = rerank.by_query_share(hits, query, config.query_share_weight, config.query_share_depth)
+    long_parts = config.long_passage_tokens and config.long_passage_parts and config.mode == "hybrid"
+    if long_parts:
+        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, parts=True)
     if config.collapse_covered:
         hits = rerank.collapse_covered(hits, config.min_new_share)
     if config.per_source is not None and config.mode == "hybrid" and request.filters.given.kind is None:
@@ -322,6 +325,8 @@ def _ranked_search(request: _Request) -> SearchResponse:
     if config.mmr_lambda is not None:
         hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
     hits = hits[:k]
+    if config.long_passage_tokens and config.mode == "hybrid":
+        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k)
     return SearchResponse(
         query, config.mode, request.version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
     )
