@@ -9,8 +9,9 @@ tsvector gives: the number of its positions), each chunk's length in words, and 
 frequencies of the version's lexicon: the same numbers the SQL scoring reads, so the scores are
 the same. Beside them, each pericope's title words (the words the SQL title match reads), so
 titles are matched here too, and each scripture chunk's citation count (its most cited verse's,
-lectio.index.citations: public chunks' citations only), so the citation prior needs no query. A mirror also knows each chunk's ACL and the columns of the usual
-filters, so it can narrow to what a caller may see before ranking; it only proposes chunk ids.
+lectio.index.citations: public chunks' citations only), so the citation prior needs no query. A
+mirror also knows each chunk's ACL and the columns of the usual filters, so it can narrow to what
+a caller may see before ranking; it only proposes chunk ids.
 What a caller gets is read under row-level security as that caller (lectio.retrieval.lexical).
 
 A mirror is served only for a version that is ready: a revoked version's never, whatever files
@@ -35,7 +36,7 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
-from lectio.index import citations
+from lectio.index import citations, tables
 from lectio.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -166,12 +167,10 @@ def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, di
             "FROM (SELECT (row_number() OVER (ORDER BY chunk_id) - 1)::int4 AS i, tsv FROM {}) c "
             "CROSS JOIN LATERAL unnest(c.tsv) u) TO STDOUT (FORMAT csv)").format(table))
         ndoc = dict(conn.execute(sql.SQL("SELECT word, ndoc FROM {}").format(
-            sql.Identifier(info.table_name.replace("chunks_", "lexicon_", 1)))).fetchall())
-        # Versions of layout 7 store each title's words; older ones are read from the title.
-        title_words = "title_words" if (info.layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
+            sql.Identifier(tables.lexicon_table(info.table_name)))).fetchall())
         titles = conn.execute(sql.SQL(
             "SELECT i, words FROM (SELECT (row_number() OVER (ORDER BY chunk_id) - 1)::int4 AS i, granularity, "
-            "{} AS words FROM {}) c WHERE granularity = 'pericope'").format(sql.SQL(title_words), table)).fetchall()
+            "{} AS words FROM {}) c WHERE granularity = 'pericope'").format(tables.title_words(info.layout), table)).fetchall()
     return chunks, words, ndoc, titles
 
 
@@ -333,9 +332,7 @@ class Mirror:
         keep = (of_title >= 0.5) & (of_query >= query_share)
         score = np.zeros(len(self.chunk_ids))
         score[hit[keep]] = of_title[keep] * of_query[keep]
-        matched = np.zeros(len(self.chunk_ids), dtype=bool)
-        matched[hit[keep]] = True
-        return score, matched
+        return score, score > 0  # a match's shares are both above 0
 
     def most_cited(self, chunk_ids: list[str]) -> dict[str, int]:
         """chunk_id → citations of its most cited verse, for the scripture chunks among `chunk_ids`

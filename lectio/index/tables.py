@@ -8,6 +8,7 @@ citations) is `<what>_vN`, so the catalog alone tells which tables a version own
 from __future__ import annotations
 
 import psycopg
+from psycopg import sql
 
 from lectio.index import citations, postings, security, xrefs
 
@@ -48,6 +49,12 @@ CHUNK_COLUMNS = [
 
 def lexicon_table(chunk_table: str) -> str:
     return chunk_table.replace("chunks_", "lexicon_", 1)
+
+
+def title_words(layout: int | None) -> sql.SQL:
+    """A chunk's title words as SQL: stored (and indexed) from layout 7 on, read from the title
+    before."""
+    return sql.SQL("title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))")
 
 
 def table_exists(conn: psycopg.Connection, table: str) -> bool:

@@ -185,8 +185,6 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
     """Pericopes whose title the query names: most of the title's words are in the query and at
     least `title_query_share` of the query's words are in the title ("the Lord's Prayer",
     "crossing the Red Sea")."""
-    # Versions of layout 7 store each title's words (and index them); older ones are read whole.
-    words = "title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))"
     rows = conn.execute(
         sql.SQL(
             """
@@ -204,7 +202,7 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
             FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= %(query_share)s
             ORDER BY score DESC, chunk_id LIMIT %(limit)s
             """
-        ).format(table=sql.Identifier(table_name), where=where, words=sql.SQL(words)),
+        ).format(table=sql.Identifier(table_name), where=where, words=tables.title_words(layout)),
         {"query": query, **params, "limit": config.candidates, "query_share": config.title_query_share},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]

@@ -44,16 +44,18 @@ def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
 
 
 def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: int,
-                       parts: bool = False) -> list[tuple[tuple, float]]:
+                       parts: bool = False, sizes: dict[str, int] | None = None) -> list[tuple[tuple, float]]:
     """Within the first `depth` hits, a hit whose text is longer than `max_tokens` word pieces
     follows the shorter ones (in order): a reader, or a model's context, that takes the page from
     the top spends a whole budget on it, and its vector, averaged over windows, speaks for none of
     its parts. With `parts`, the best-ranked smaller scripture hit inside such a passage (its verse
     or paragraph, further down the list) takes the passage's place, so what the passage answered
-    with still comes first; run before collapse_covered, which would drop the part as covered."""
+    with still comes first; run before collapse_covered, which would drop the part as covered.
+    `sizes` keeps the hits' sizes across calls in one search, so no text is tokenized twice."""
     head, tail = hits[:depth], hits[depth:]
-    long = {row[0] for row, tokens in zip((row for row, _ in head), _tokens(head, max_tokens))
-            if tokens > max_tokens}
+    sizes = {} if sizes is None else sizes
+    _measure(head, max_tokens, sizes)
+    long = {row[0] for row, _ in head if sizes[row[0]] > max_tokens}
     if not long:
         return hits
     if not parts:
@@ -73,16 +75,15 @@ def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: 
     return ordered
 
 
-def _tokens(hits: list[tuple[tuple, float]], at_most: int) -> list[int]:
-    """Word pieces of each hit's text as a result returns it (its header, then its own text); for
+def _measure(hits: list[tuple[tuple, float]], at_most: int, sizes: dict[str, int]) -> None:
+    """Put in `sizes` the word pieces of each hit's text as a result returns it (result_text); for
     a text of at most `at_most` characters, its length instead, which no count of its pieces
     exceeds (a piece is at least one character): most hits are verses, and tokenizing every hit
     cost milliseconds a search."""
-    header_at = COLUMNS.index("header")
-    texts = [f"{row[header_at]}\n{own_text(row)}" if row[header_at] else own_text(row) for row, _ in hits]
-    long = [text for text in texts if len(text) > at_most]
-    counts = iter(count_tokens(long))
-    return [next(counts) if len(text) > at_most else len(text) for text in texts]
+    texts = {row[0]: result_text(row) for row, _ in hits if row[0] not in sizes}
+    long = [chunk_id for chunk_id, text in texts.items() if len(text) > at_most]
+    sizes.update((chunk_id, len(text)) for chunk_id, text in texts.items())
+    sizes.update(zip(long, count_tokens([texts[chunk_id] for chunk_id in long])))
 
 
 def _inside(part: tuple, passage: tuple) -> bool:
@@ -95,6 +96,12 @@ def _inside(part: tuple, passage: tuple) -> bool:
 
 def _share(row: tuple, wanted: set[str]) -> float:
     return len(wanted & set(query_words(own_text(row)))) / len(wanted)
+
+
+def result_text(row: tuple) -> str:
+    """A row's text as a result shows it: its header, then its own text."""
+    header = row[COLUMNS.index("header")]
+    return f"{header}\n{own_text(row)}" if header else own_text(row)
 
 
 def own_text(row: tuple) -> str:

@@ -165,11 +165,9 @@ def _rows_to_results(rows, scores) -> list[Result]:
     results = []
     for rank, (row, score) in enumerate(zip(rows, scores), start=1):
         r = dict(zip(rerank.COLUMNS, row))
-        own = rerank.own_text(row)
-        text = f"{r['header']}\n{own}" if r["header"] else own
         results.append(
-            Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"], text,
-                   round(float(score), 4), r["granularity"], r["translation"])
+            Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"],
+                   rerank.result_text(row), round(float(score), 4), r["granularity"], r["translation"])
         )
     return results
 
@@ -315,9 +313,10 @@ def _ranked_search(request: _Request) -> SearchResponse:
     hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
     if config.query_share_weight and config.mode == "hybrid":
         hits = rerank.by_query_share(hits, query, config.query_share_weight, config.query_share_depth)
+    sizes: dict[str, int] = {}  # the long-passage steps' measures, shared so none is taken twice
     long_parts = config.long_passage_tokens and config.long_passage_parts and config.mode == "hybrid"
     if long_parts:
-        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, parts=True)
+        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, parts=True, sizes=sizes)
     if config.collapse_covered:
         hits = rerank.collapse_covered(hits, config.min_new_share)
     if config.per_source is not None and config.mode == "hybrid" and request.filters.given.kind is None:
@@ -326,7 +325,7 @@ def _ranked_search(request: _Request) -> SearchResponse:
         hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
     hits = hits[:k]
     if config.long_passage_tokens and config.mode == "hybrid":
-        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k)
+        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, sizes=sizes)
     return SearchResponse(
         query, config.mode, request.version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
     )
