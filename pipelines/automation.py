@@ -58,7 +58,7 @@ from assets.index import IndexConfig
 from assets.source_assets import entry_failure, source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
-from lectio.settings import load_settings
+from lectio.settings import Settings, load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from pipelines.outcomes import root_cause
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -292,11 +292,11 @@ def _finished(record) -> bool:
     return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
 
 
-def _deliver(alerts: list[Alert], database: DatabaseResource, log_fn) -> None:
+def _deliver(alerts: list[Alert], database: DatabaseResource, settings: Settings, log_fn) -> None:
     if not alerts:
         return
     with database.connect() as conn:
-        deliveries = send_alerts(conn, alerts, channels_from_settings(load_settings()))
+        deliveries = send_alerts(conn, alerts, channels_from_settings(settings))
     for d in deliveries:
         if d.status == "failed":
             log_fn(f"alert {d.fingerprint} not sent on {d.channel}: {d.error}")
@@ -354,9 +354,9 @@ def _failed_checks_sensor():
         )
         if not records:
             return SkipReason("no new asset check evaluations")
-        ui_url = load_settings().ui_url
-        alerts = [a for a in (check_alert(r, ui_url, context.instance) for r in records) if a is not None]
-        _deliver(alerts, database, context.log.info)
+        settings = load_settings()
+        alerts = [a for a in (check_alert(r, settings.ui_url, context.instance) for r in records) if a is not None]
+        _deliver(alerts, database, settings, context.log.info)
         context.update_cursor(str(records[-1].storage_id))
         return SkipReason(f"{len(records)} check evaluations read; {_alert_summary(alerts)}")
 
@@ -407,6 +407,7 @@ def _failed_runs_sensor():
     def alert_on_failed_runs(context: RunFailureSensorContext, database: DatabaseResource):
         if failed_by_blocking_checks(context):
             return  # alert_on_failed_checks reports it, with the check's own details
-        _deliver([run_alert(context, load_settings().ui_url)], database, context.log.info)
+        settings = load_settings()
+        _deliver([run_alert(context, settings.ui_url)], database, settings, context.log.info)
 
     return alert_on_failed_runs

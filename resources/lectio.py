@@ -12,7 +12,7 @@ import psycopg
 from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 
-from lectio.embedding.model import Embedder
+from lectio.embedding.model import Embedder, configured_model
 from lectio.index import schema
 from lectio.index.database import Database, open_database
 from lectio.sources import Source, SourceError, load_source, load_sources
@@ -81,4 +81,6 @@ class EmbedderResource(ConfigurableResource):
 
     @property
     def model_id(self) -> str:
-        return self._embedder.model_id
+        """The id new embeddings are stored under; asking it loads no runtime (a sensor asks
+        it every tick)."""
+        return configured_model(self.backend).id

