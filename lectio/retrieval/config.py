@@ -63,19 +63,27 @@ class SearchConfig:
     title_weight: float = 1.0
     title_query_share: float = 0.6
     # A short topic (at most `topic_words` content words, no question, its best hit not a whole
-    # pericope; see lectio.retrieval.shape) is ranked again over `topic_rows` only ("verses":
-    # scripture verses, "verses+other": verses and the other kinds, "all": no second ranking),
-    # its BM25 list weighing `topic_lexical_weight`. Off by default: on the theology set's dev
-    # part every setting tried moved recall@20, MRR and budget recall by noise or lost (see
-    # docs/results.md).
-    topic_words: int = 0
-    topic_rows: str = "verses"
-    topic_lexical_weight: float = 1.0
+    # pericope; see lectio.retrieval.shape) is ranked again: over `topic_rows` only ("verses":
+    # scripture verses, "verses+other": verses and the other kinds), or, with "all", over the same
+    # candidates fused again with BM25 weighing `topic_lexical_weight`. A one-word topic is a word
+    # the verses use: BM25 finds them where the query's vector, one word's, is vague. One word,
+    # rows "all" and weight 3 were chosen on the dev parts over 1.5, 2 and 4 and two words: Nave's
+    # recall@20 .313 -> .352, budget recall .280 -> .304, theology and near-quotations within
+    # noise (two words, or weight 2, cost theology beyond it). Verse rows cost Nave's recall@20
+    # (the paragraphs hold a topic's neighbouring verses); see docs/results.md.
+    topic_words: int = 1
+    topic_rows: str = "all"
+    topic_lexical_weight: float = 3.0
     # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
     # which less than `min_new_share` of its verses is new follows the others (0: none does; 0.5
-    # and 0.9 moved no dev metric beyond noise but theology recall@20, which 0.9 cost).
+    # and 0.9 moved no dev metric beyond noise but theology recall@20, which 0.9 cost). With
+    # `commentary_later`, a commentary (or other non-scripture) hit on verses already listed
+    # follows the others: its text is worth reading, so it stays, but it spent a page on verses the
+    # page had. On the dev parts it gained a little everywhere and lost nowhere (Nave's budget
+    # recall .280 -> .284).
     collapse_covered: bool = True
     min_new_share: float = 0.0
+    commentary_later: bool = True
     # The first `query_share_depth` fused hits re-ordered by how much of the query's content words
     # each one's own text holds (lectio.retrieval.rerank.by_query_share). Hybrid mode only. 0.2
     # was chosen on the dev parts over 0.5 and 1: the only weight that gained beyond noise
@@ -92,6 +100,13 @@ class SearchConfig:
     # off cost theology MRR; 500 cost it beyond noise); see docs/results.md.
     long_passage_tokens: int = 1000
     long_passage_parts: bool = True
+    # The page a caller takes from the top holds `long_passage_tokens` word pieces: with
+    # `pack_page`, a hit of the first k that would pass what is left of it follows the hits that
+    # still fit (lectio.retrieval.rerank.pack_page), so one long paragraph does not end the page
+    # for the verses after it; off, only hits longer than the whole page follow. Chosen on the dev
+    # parts: budget recall theology .506 -> .524, Nave's .304 -> .311, recall@20 unchanged (the
+    # same k hits), theology nDCG@10 .420 -> .411 within noise.
+    pack_page: bool = True
     # Cross-reference expansion: verses the corpus links to the best hits' passages,
     # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight

@@ -75,6 +75,22 @@ def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: 
     return ordered
 
 
+def pack_page(hits: list[tuple[tuple, float]], budget: int) -> list[tuple[tuple, float]]:
+    """The hits in rank order, except that a hit which would pass what is left of `budget` word
+    pieces follows the hits that still fit (in order): a caller that fills a model's context from
+    the top stops at the first hit that does not fit, and one long paragraph would end the page
+    for the verses after it. Every hit is counted exactly, as the caller's tokenizer would."""
+    counts = count_tokens([result_text(row) for row, _ in hits])
+    first, later, left = [], [], budget
+    for hit, size in zip(hits, counts):
+        if size <= left:
+            first.append(hit)
+            left -= size
+        else:
+            later.append(hit)
+    return first + later
+
+
 def _measure(hits: list[tuple[tuple, float]], at_most: int, sizes: dict[str, int]) -> None:
     """Put in `sizes` the word pieces of each hit's text as a result returns it (result_text); for
     a text of at most `at_most` characters, its length instead, which no count of its pieces
@@ -143,26 +159,32 @@ def as_array(value) -> np.ndarray:
     return np.asarray(json.loads(value) if isinstance(value, str) else value)
 
 
-def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0) -> list[tuple[tuple, float]]:
+def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0,
+                     commentary_later: bool = False) -> list[tuple[tuple, float]]:
     """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
     the paragraph already shown, the same paragraph reached twice. A hit of which less than
     `min_new_share` of its verses is new moves after the others (in order, judged again by what
     now precedes it): a pericope over verses already listed spends a reader's budget on little
     new. Hits without verse refs (documents, notes) and commentary (its text is not the verses')
-    always stay."""
+    always stay; with `commentary_later`, commentary on verses all already listed follows the
+    others, since on a page of verses it spends the reader's budget on none they lack."""
     covered: set[tuple[str | None, str]] = set()
-    kept, later = _collapse(hits, covered, min_new_share)
+    kept, later = _collapse(hits, covered, min_new_share, commentary_later)
     return kept + _collapse(later, covered, 0.0)[0]
 
 
-def _collapse(hits, covered: set, min_new_share: float) -> tuple[list, list]:
+def _collapse(hits, covered: set, min_new_share: float, commentary_later: bool = False) -> tuple[list, list]:
     """(kept, moved later) of `hits`; `covered` gains the verses of those kept."""
+    covered_refs = {ref for _, ref in covered}
     refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
     kept, later = [], []
     for row, score in hits:
         refs = row[refs_at] or []
         if row[kind_at] != "scripture" or not refs:
-            kept.append((row, score))
+            if refs and commentary_later and all(ref in covered_refs for ref in refs):
+                later.append((row, score))
+            else:
+                kept.append((row, score))
             continue
         keys = {(row[translation_at], ref) for ref in refs}
         new = keys - covered
@@ -172,6 +194,7 @@ def _collapse(hits, covered: set, min_new_share: float) -> tuple[list, list]:
             later.append((row, score))
             continue
         covered |= keys
+        covered_refs |= {ref for _, ref in keys}
         kept.append((row, score))
     return kept, later
 

@@ -218,28 +218,43 @@ def _vector_side(request: _Request, text: str, where, params):
         return vector, candidates.vector_candidates(conn, request.table_name, vector, where, params, request.config)
 
 
+@dataclass
+class _Proposals:
+    """What each retriever proposed for one query, before fusion: fusing them again under other
+    weights reads nothing twice."""
+
+    vector: object  # the query's embedding (None in lexical mode)
+    near: list[tuple[str, float]] | None  # HNSW neighbours; None where the vector side did not run
+    words: list[tuple[str, float]] | None  # BM25; None where the lexical side did not run
+    titles: list[tuple[str, float]] | None  # pericope titles, where the lexical side ran with titles on
+    where: sql.Composable
+    params: list
+
+
 def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
-    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked.
-    The vector side runs on the request's `vector_conn` where there is one, beside the lexical side."""
+    cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked."""
+    return _fused(request, _proposals(request, rows), request.config.lexical_weight)
+
+
+def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Proposals:
+    """Each retriever's candidates; `rows` narrows the rows ranked. The vector side runs on the
+    request's `vector_conn` where there is one, beside the lexical side."""
     conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
     config, layout = request.config, request.layout
     translation = filters.translation or DEFAULT_TRANSLATION
     where, params = filters.where(translation)
-    lexical_weight = config.lexical_weight
     # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
     posting_filter = where if filters.on_postings and rows is None else None
     if rows is not None:
         where = sql.SQL("{} AND {}").format(where, rows)
-        lexical_weight = config.topic_lexical_weight
     extra = expansion_words(query, config) if config.expand_lexical or config.expand_vector else ""
-    vector = side = None
+    vector = side = near = words = titles = None
     if config.mode in ("hybrid", "vector"):
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
         text = f"{query} {extra}" if config.expand_vector and extra else query
         side = _EMBEDDING.submit(_vector_side, request, text, where, params)
-    words = []
     try:
         if config.mode in ("hybrid", "lexical"):
             lexical_extra = extra if config.expand_lexical else ""
@@ -252,29 +267,35 @@ def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple
                                                   layout, posting_filter),
                     candidates.title_candidates(conn, table_name, query, where, params, config, layout)
                     if config.title_weight else [])
-            words.append((lexical_weight, found.words))
-            if config.title_weight:
-                words.append((config.title_weight, found.titles))
+            words, titles = found.words, found.titles if config.title_weight else None
     finally:
         if side is not None:
             wait([side])  # the second connection is the caller's again only once its reads are done
-    lists = []
     if side is not None:
         vector, near = side.result()
         if near is None:
             near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
-        lists.append((config.vector_weight, near))
-    lists += words  # vector first, as fusion has always taken them: ties keep that order
+    return _Proposals(vector, near, words, titles, where, params)
+
+
+def _fused(request: _Request, found: _Proposals, lexical_weight: float) -> list[tuple[str, float]]:
+    """The proposals fused, BM25 weighing `lexical_weight`; in a hybrid, with the cross-reference
+    graph and the citation prior."""
+    conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
+    # Vector first, as fusion has always taken them: ties keep that order.
+    lists = [(weight, ranked) for weight, ranked in ((config.vector_weight, found.near), (lexical_weight, found.words),
+                                                     (config.title_weight, found.titles)) if ranked is not None]
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
     power = config.fusion_score_power if config.mode == "hybrid" else 0.0
     fused = candidates.fuse(lists, config.rrf_k, power) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xref_weight:
-        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], vector, where, params, config,
-                                            layout)
+        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], found.vector, found.where,
+                                            found.params, config, layout)
         if linked:
             fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k, power)
     if config.mode == "hybrid" and config.prominence_weight:
-        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout, filters.mirror)
+        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout,
+                                            request.filters.mirror)
     return fused
 
 
@@ -282,7 +303,6 @@ def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple
 _TOPIC_ROWS = {
     "verses": sql.SQL("granularity = 'verse'"),
     "verses+other": sql.SQL("(kind <> 'scripture' OR granularity = 'verse')"),
-    "all": sql.SQL("TRUE"),
 }
 
 
@@ -290,8 +310,10 @@ def _is_topic(request: _Request, ranked) -> bool:
     """A short query that names no passage: its best hit is not a whole pericope. A caller who
     asked for a kind has chosen the rows already."""
     config = request.config
-    if request.filters.given.kind or not config.topic_words or config.topic_rows == "all" or not ranked:
+    if request.filters.given.kind or not config.topic_words or not ranked:
         return False
+    if config.topic_rows == "all" and config.mode != "hybrid":
+        return False  # fused again in a hybrid only
     if shape.query_shape(request.query, config.topic_words) != shape.TOPIC:
         return False
     best = rerank.rows_by_id(request.conn, request.table_name, [ranked[0][0]])
@@ -300,9 +322,13 @@ def _is_topic(request: _Request, ranked) -> bool:
 
 def _ranked_search(request: _Request) -> SearchResponse:
     conn, table_name, query, k, config = request.conn, request.table_name, request.query, request.k, request.config
-    ranked = _ranked(request)
+    found = _proposals(request)
+    ranked = _fused(request, found, config.lexical_weight)
     if _is_topic(request, ranked):
-        ranked = _ranked(request, _TOPIC_ROWS[config.topic_rows])
+        if config.topic_rows != "all":
+            ranked = _fused(request, _proposals(request, _TOPIC_ROWS[config.topic_rows]), config.topic_lexical_weight)
+        elif config.mode == "hybrid":  # vector and lexical stay the plain baselines they are
+            ranked = _fused(request, found, config.topic_lexical_weight)
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or
@@ -318,13 +344,15 @@ def _ranked_search(request: _Request) -> SearchResponse:
     if long_parts:
         hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, parts=True, sizes=sizes)
     if config.collapse_covered:
-        hits = rerank.collapse_covered(hits, config.min_new_share)
+        hits = rerank.collapse_covered(hits, config.min_new_share, config.commentary_later)
     if config.per_source is not None and config.mode == "hybrid" and request.filters.given.kind is None:
         hits = rerank.spread_sources(hits, config.per_source)
     if config.mmr_lambda is not None:
         hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
     hits = hits[:k]
-    if config.long_passage_tokens and config.mode == "hybrid":
+    if config.long_passage_tokens and config.pack_page and config.mode == "hybrid":
+        hits = rerank.pack_page(hits, config.long_passage_tokens)
+    elif config.long_passage_tokens and config.mode == "hybrid":
         hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, sizes=sizes)
     return SearchResponse(
         query, config.mode, request.version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])

@@ -119,6 +119,19 @@ def test_a_short_topic_is_answered_with_verses(conn, small_index):
     assert find(conn, small_index, "Nicodemus", config=routed).results[0].granularity == "pericope"
 
 
+def test_a_short_topic_is_fused_again_with_its_words_weighing_more(conn, small_index):
+    def first(query, weight, mode="hybrid"):
+        config = SearchConfig(mode=mode, topic_words=1, topic_rows="all", topic_lexical_weight=weight, per_source=None,
+                              query_share_weight=0, long_passage_tokens=0)
+        return find(conn, small_index, query, config=config).results[0].chunk_id
+
+    lexical = first("sheep", 1, mode="lexical")
+    assert first("sheep", 1) != lexical  # the vector side has its say at an even weight
+    assert first("sheep", 1000) == lexical  # a topic's words decide where they weigh most
+    sentence = "the good shepherd lays down his life for the sheep"
+    assert first(sentence, 1000) == first(sentence, 1)  # a sentence is fused once, as it was
+
+
 def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
     for query in ("God so loved the world", "the Lord is my shepherd", "peace with God through faith"):
         collapsed = find(conn, small_index, query).results
@@ -322,8 +335,10 @@ def test_often_cited_passages_rise_among_close_hits(conn, small_index):
     counts = dict(conn.execute(f"SELECT ref, chunks FROM {prominence.table_name(table)}").fetchall())
     assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
     # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
-    plain = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=0)).results
-    weighed = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=1.0)).results
+    # The notes are on verses already listed: kept in their place, not moved after the others.
+    plain = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=0, commentary_later=False)).results
+    weighed = find(conn, small_index, "everlasting life",
+                   config=SearchConfig(prominence_weight=1.0, commentary_later=False)).results
     assert plain[0].chunk_id != "john_3_16_web"
     assert weighed[0].chunk_id == "john_3_16_web"
     # Only scripture is weighed: the notes themselves keep their place relative to each other.
@@ -346,8 +361,9 @@ def _beyond_cap(results, cap=2):
 
 def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
     query = "the shepherd"
-    plain = find(conn, small_index, query, config=SearchConfig(per_source=None)).results
-    spread = find(conn, small_index, query).results
+    # The fixture's notes are all on Psalm 23's verses: they would follow the verses as covered.
+    plain = find(conn, small_index, query, config=SearchConfig(per_source=None, commentary_later=False)).results
+    spread = find(conn, small_index, query, config=SearchConfig(commentary_later=False)).results
     late = _beyond_cap(plain)
     assert late and late[0] < len(plain) - len(late)  # without the cap, a third note comes early
     moved = _beyond_cap(spread)
@@ -455,3 +471,4 @@ def test_a_dictionary_key_stored_twice_gives_one_entry(tmp_path, settings):
     chunks = run_source(sources, "h", settings.corpus_dir)[1]
     assert [c.chunk_id for c in chunks] == ["strongs_h2199", "strongs_h2200"]
     assert chunks[1].metadata["language"] == "Hebrew" and chunks[1].metadata["lemma"]
+

@@ -3,7 +3,7 @@ further down takes its place."""
 
 from __future__ import annotations
 
-from lectio.retrieval.rerank import COLUMNS, collapse_covered, long_passages_last
+from lectio.retrieval.rerank import COLUMNS, collapse_covered, long_passages_last, pack_page
 
 
 def row(chunk_id: str, refs: list[str], words: int, kind: str = "scripture") -> tuple:
@@ -41,3 +41,19 @@ def test_a_part_must_be_scripture_of_the_same_translation_inside_the_passage():
     elsewhere = row("deut_14_8", ["deut_14_8"], 30)
     hits = [(PERICOPE, 0.04), (commentary, 0.02), (elsewhere, 0.01)]
     assert ids(long_passages_last(hits, 1000, 3, parts=True)) == ["lev_13", "comment", "deut_14_8"]
+
+
+def test_a_page_holds_the_hits_that_fit_in_rank_order_the_others_follow():
+    paragraph, verse, later = row("ps_23", ["ps_23_1"], 700), row("ps_23_4", ["ps_23_4"], 30), row("x", ["x_1"], 300)
+    hits = [(VERSE, 0.05), (later, 0.04), (paragraph, 0.03), (verse, 0.02)]
+    # 30 + 300 fit; the 700-piece paragraph would pass 1,000, so the verse after it comes first.
+    assert ids(pack_page(hits, 1000)) == ["lev_13_8", "x", "ps_23_4", "ps_23"]
+    assert pack_page(hits, 2000) == hits
+
+
+def test_commentary_on_verses_already_listed_follows_the_rest():
+    commentary = row("comment", ["lev_13_8"], 30, kind="commentary")
+    fresh = row("fresh", ["lev_14_3"], 30, kind="commentary")
+    hits = [(VERSE, 0.04), (commentary, 0.03), (fresh, 0.02), (OTHER, 0.01)]
+    assert ids(collapse_covered(hits, commentary_later=True)) == ["lev_13_8", "fresh", "lev_14_3", "comment"]
+    assert ids(collapse_covered(hits)) == ["lev_13_8", "comment", "fresh", "lev_14_3"]
