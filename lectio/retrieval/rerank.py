@@ -175,13 +175,12 @@ def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0
 
 def _collapse(hits, covered: set, min_new_share: float, commentary_later: bool = False) -> tuple[list, list]:
     """(kept, moved later) of `hits`; `covered` gains the verses of those kept."""
-    covered_refs = {ref for _, ref in covered}
     refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
     kept, later = [], []
     for row, score in hits:
         refs = row[refs_at] or []
         if row[kind_at] != "scripture" or not refs:
-            if refs and commentary_later and all(ref in covered_refs for ref in refs):
+            if refs and commentary_later and set(refs) <= {ref for _, ref in covered}:
                 later.append((row, score))
             else:
                 kept.append((row, score))
@@ -194,7 +193,6 @@ def _collapse(hits, covered: set, min_new_share: float, commentary_later: bool =
             later.append((row, score))
             continue
         covered |= keys
-        covered_refs |= {ref for _, ref in keys}
         kept.append((row, score))
     return kept, later
 
