@@ -10,7 +10,9 @@ as users get it: the reader role, row-level security, the default filters and cl
 
 Hybrid search runs as the service runs it, its vector side on a second connection; hybrid on
 one connection (as `lectio search` runs it) is reported beside it, and hybrid and lexical-only
-with BM25 in SQL (`lexical_mirror` off) beside those from the lexical mirror. Also p50/p95 of
+with BM25 in SQL (`lexical_mirror` off) beside those from the lexical mirror, and hybrid without
+the other translations' BM25 that a one-word topic reads (`hybrid_own_translation`; run on
+topics, `--queries data/queries/naves.jsonl`, for its cost). Also p50/p95 of
 vector-only and lexical-only search (the ratio hybrid/vector is the price of fusion).
 
 BM25 three ways on the same version, as the reader with public's view: from the lexical mirror
@@ -133,16 +135,17 @@ def main() -> None:
                                               version=version.version, **{"vector_conn": side, **options})
         run(queries[0])  # warm caches
         hybrid, one_connection, hnsw, exact, recalls, candidate_recalls = [], [], [], [], [], []
-        vector_only, lexical_only, hybrid_sql, lexical_sql = [], [], [], []
+        vector_only, lexical_only, hybrid_sql, lexical_sql, own_translation = [], [], [], [], []
         candidates = SearchConfig().candidates
         variants = [(hybrid, {}), (one_connection, {"vector_conn": None}),
                     (vector_only, {"config": SearchConfig(mode="vector")}),
                     (lexical_only, {"config": SearchConfig(mode="lexical")}),
                     (hybrid_sql, {"config": SearchConfig(lexical_mirror=False)}),
-                    (lexical_sql, {"config": SearchConfig(mode="lexical", lexical_mirror=False)})]
+                    (lexical_sql, {"config": SearchConfig(mode="lexical", lexical_mirror=False)}),
+                    (own_translation, {"config": SearchConfig(topic_other_translations_weight=0.0)})]
         for position, (query, vector) in enumerate(zip(queries, vectors)):
             # The first search of a query reads its pages from disk for the others: each variant
-            # goes first for a quarter of the queries.
+            # goes first in turn.
             turn = position % len(variants)
             for times, options in variants[turn:] + variants[:turn]:
                 started = time.perf_counter()
@@ -173,6 +176,9 @@ def main() -> None:
         "vector_ms_p50": ms(vector_only, 50), "vector_ms_p95": ms(vector_only, 95),
         "lexical_ms_p50": ms(lexical_only, 50), "lexical_ms_p95": ms(lexical_only, 95),
         "hybrid_over_vector_p95": round(percentile(hybrid, 95) / percentile(vector_only, 95), 2),
+        "hybrid_own_translation_ms_p50": ms(own_translation, 50),
+        "hybrid_own_translation_ms_p95": ms(own_translation, 95),
+        "hybrid_over_own_translation_p95": round(percentile(hybrid, 95) / percentile(own_translation, 95), 2),
         "hnsw_ms_p50": ms(hnsw, 50), "hnsw_ms_p95": ms(hnsw, 95),
         "exact_ms_p50": ms(exact, 50), "exact_ms_p95": ms(exact, 95),
         "exact_over_hnsw_p50": round(statistics.median(exact) / statistics.median(hnsw), 1),

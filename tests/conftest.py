@@ -127,6 +127,33 @@ def database(settings):
     return ensure_database(settings)
 
 
+@pytest.fixture(scope="session")
+def index_of(database, settings, tmp_path_factory) -> Callable[..., tuple[str, Any]]:
+    """Builds a version, not switched live, of the sources a sources file (`sources`, YAML) lists,
+    with the files it names written beside it; gives (version, the embedder it was built with)."""
+    from lectio.embedding.cache import embed_chunks
+    from lectio.embedding.model import Embedder
+    from lectio.index import schema
+    from lectio.index.build import build_index
+    from lectio.rulesets.chunk import chunks_frame
+    from lectio.rulesets.registry import run_source
+
+    def build(sources: str, source_ids: Iterable[str], files: dict[str, str] | None = None):
+        folder = tmp_path_factory.mktemp("index")
+        (folder / "sources.yaml").write_text(sources)
+        for name, text in (files or {}).items():
+            (folder / name).write_text(text)
+        chunks = [chunk for sid in source_ids for chunk in run_source(folder / "sources.yaml", sid, settings.corpus_dir)[1]]
+        frame = chunks_frame(chunks)
+        embedder = Embedder()
+        with database.connect() as conn:
+            schema.ensure_schema(conn)
+            embed_chunks(conn, frame, embedder)
+            return build_index(conn, frame, embedder.model_id, [], switch_live=False).version, embedder
+
+    return build
+
+
 @pytest.fixture()
 def conn(database):
     from lectio.index import schema

@@ -1,5 +1,6 @@
 """The retrievers a ranked search fuses, each a list of (chunk_id, score) best first, and their
-fusion: HNSW vectors, BM25 over the version's full text, pericope titles, the cross-reference
+fusion: HNSW vectors, BM25 over the version's full text (and over other translations, given as
+the search's translation's chunks of the same verses), pericope titles, the cross-reference
 graph, and the citation prior that lifts what the corpus's commentators cite often. Each reads
 through the caller's connection, so row-level security applies to every one."""
 
@@ -206,3 +207,30 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
         {"query": query, **params, "limit": config.candidates, "query_share": config.title_query_share},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]
+
+
+def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> list[tuple[str, float]]:
+    """Each ranked chunk given as the chunk of the same granularity and verses that `where` admits
+    (its twin in another translation), at its score and in its order. A chunk without one drops
+    out: a paragraph another translation cuts elsewhere, a chunk of no verses."""
+    if not ranked:
+        return []
+    rows = conn.execute(
+        sql.SQL(
+            """
+            SELECT t.chunk_id, o.score
+            FROM unnest(%(ranked_ids)s::text[], %(ranked_scores)s::float8[]) WITH ORDINALITY AS o(chunk_id, score, n)
+            JOIN {table} k ON k.chunk_id = o.chunk_id
+            JOIN (SELECT chunk_id, ordinal, granularity, refs FROM {table} WHERE {where}) t
+              ON t.ordinal = k.ordinal AND t.granularity = k.granularity AND t.refs = k.refs
+                 AND t.chunk_id <> k.chunk_id
+            ORDER BY o.n, t.chunk_id
+            """
+        ).format(table=sql.Identifier(table_name), where=where),
+        {**params, "ranked_ids": [chunk_id for chunk_id, _ in ranked],
+         "ranked_scores": [score for _, score in ranked]},
+    ).fetchall()
+    found: dict[str, float] = {}
+    for chunk_id, score in rows:
+        found.setdefault(chunk_id, float(score))
+    return list(found.items())

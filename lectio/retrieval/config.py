@@ -74,6 +74,15 @@ class SearchConfig:
     topic_words: int = 1
     topic_rows: str = "all"
     topic_lexical_weight: float = 3.0
+    # A one-word topic is often a word of another translation's vocabulary ("atonement",
+    # "moderation", "plummet" are the KJV's; the WEB says "reconciliation", "gentleness", "plumb
+    # line"), and many readers' words are the KJV's. In a topic's second fusion, BM25 over the
+    # other translations' scripture proposes, weighing this much, the chunk of the same verses in
+    # the search's translation (lectio.retrieval.candidates.twins); 0 turns it off. 3, the
+    # topic's own BM25 weight, was chosen on the dev parts over 1 and 2: Nave's recall@20 .352 ->
+    # .390, budget recall .311 -> .351, theology and near-quotations within noise. Every query
+    # (weight 1, not only topics) cost theology budget recall beyond noise; see docs/results.md.
+    topic_other_translations_weight: float = 3.0
     # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
     # which less than `min_new_share` of its verses is new follows the others (0: none does; 0.5
     # and 0.9 moved no dev metric beyond noise but theology recall@20, which 0.9 cost). With

@@ -30,10 +30,12 @@ class Scope:
     def translation(self) -> str | None:
         return self.given.translation
 
-    def conditions(self, translation: str | None) -> list[tuple[str, str, object]]:
+    def conditions(self, translation: str | None, others: bool = False) -> list[tuple[str, str, object]]:
         """What where() asks of a row, as (column, test, value): the one list both the SQL and the
         lexical mirror (lectio.index.mirror) filter by. Tests: '&&' (shares a principal), '=',
-        '<>', 'null-or-=' (NULL, or equal); tradition and tier are keys of the metadata."""
+        '<>', 'null-or-=' (NULL, or equal); tradition and tier are keys of the metadata. With
+        `others`, the rows of every translation but `translation` (scripture only) instead of
+        its own and the rows without one."""
         found: list[tuple[str, str, object]] = [("acl", "&&", list(self.principals))]
         if not self.given.kind:
             # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.
@@ -45,13 +47,14 @@ class Scope:
             if value:
                 found.append((column, "=", value))
         if translation:
-            found.append(("translation", "null-or-=", translation))
+            found.append(("translation", "<>" if others else "null-or-=", translation))
         return found
 
-    def where(self, translation: str | None) -> tuple[sql.Composable, dict]:
-        """A WHERE clause with named placeholders (f_*), and its parameters."""
+    def where(self, translation: str | None, others: bool = False) -> tuple[sql.Composable, dict]:
+        """A WHERE clause with named placeholders (f_*), and its parameters (`others` as in
+        conditions())."""
         clauses, params = [], {}
-        for column, test, value in self.conditions(translation):
+        for column, test, value in self.conditions(translation, others):
             placeholder = sql.Placeholder(f"f_{column}")
             field_sql = (sql.SQL("metadata ->> {}").format(sql.Literal(column)) if column in ("tradition", "tier")
                          else sql.Identifier(column))

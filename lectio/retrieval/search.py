@@ -229,6 +229,8 @@ class _Proposals:
     titles: list[tuple[str, float]] | None  # pericope titles, where the lexical side ran with titles on
     where: sql.Composable
     params: list
+    # The other translations' BM25 as this translation's chunks; read for a topic only.
+    others: list[tuple[str, float]] | None = None
 
 
 def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
@@ -278,13 +280,17 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
     return _Proposals(vector, near, words, titles, where, params)
 
 
-def _fused(request: _Request, found: _Proposals, lexical_weight: float) -> list[tuple[str, float]]:
-    """The proposals fused, BM25 weighing `lexical_weight`; in a hybrid, with the cross-reference
-    graph and the citation prior."""
+def _fused(request: _Request, found: _Proposals, lexical_weight: float,
+           others_weight: float = 0.0) -> list[tuple[str, float]]:
+    """The proposals fused, BM25 weighing `lexical_weight` (and the other translations' BM25,
+    where it was read, `others_weight`); in a hybrid, with the cross-reference graph and the
+    citation prior."""
     conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
     # Vector first, as fusion has always taken them: ties keep that order.
     lists = [(weight, ranked) for weight, ranked in ((config.vector_weight, found.near), (lexical_weight, found.words),
                                                      (config.title_weight, found.titles)) if ranked is not None]
+    if others_weight and found.others is not None:
+        lists.append((others_weight, found.others))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
     power = config.fusion_score_power if config.mode == "hybrid" else 0.0
     fused = candidates.fuse(lists, config.rrf_k, power) if len(lists) > 1 else lists[0][1]
@@ -297,6 +303,25 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float) -> list[
         fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout,
                                             request.filters.mirror)
     return fused
+
+
+def _other_translations(request: _Request) -> list[tuple[str, float]]:
+    """BM25 over the other translations' scripture, each hit given as the chunk of the same verses
+    in the search's translation: the verse whose word the search's translation renders otherwise."""
+    conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
+    config = request.config
+    translation = filters.translation or DEFAULT_TRANSLATION
+    where, params = filters.where(translation, others=True)
+    extra = expansion_words(query, config) if config.expand_lexical else ""
+    conditions = filters.conditions(translation, others=True)
+    found = lexical.candidates(conn, filters.mirror, table_name, query, extra, conditions, where, params,
+                               replace(config, title_weight=0.0), filters.corpus)
+    if found is not None:
+        ranked = found.words
+    else:
+        ranked = candidates.lexical_candidates(conn, table_name, query, extra, where, params, config, request.layout,
+                                               where if filters.on_postings else None)
+    return candidates.twins(conn, table_name, ranked, *filters.where(translation))
 
 
 # The rows a topic is answered from: scripture as verses only, with or without the other kinds.
@@ -328,7 +353,9 @@ def _ranked_search(request: _Request) -> SearchResponse:
         if config.topic_rows != "all":
             ranked = _fused(request, _proposals(request, _TOPIC_ROWS[config.topic_rows]), config.topic_lexical_weight)
         elif config.mode == "hybrid":  # vector and lexical stay the plain baselines they are
-            ranked = _fused(request, found, config.topic_lexical_weight)
+            if config.topic_other_translations_weight:
+                found = replace(found, others=_other_translations(request))
+            ranked = _fused(request, found, config.topic_lexical_weight, config.topic_other_translations_weight)
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     # More than k hits are read when collapsing may drop some, spreading may move some back, or

@@ -11,7 +11,7 @@ import pandas as pd
 from psycopg import sql
 
 from lectio.index import citations as prominence
-from lectio.index import postings, schema, security, tables, versions
+from lectio.index import postings, security, tables, versions
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -48,22 +48,10 @@ STUDY = [{"id": f"s{n}", "ref": "John 10:11", "text": f"Note {n}: the shepherd o
 
 
 @pytest.fixture(scope="module")
-def small_index(tmp_path_factory, database, settings):
-    folder = tmp_path_factory.mktemp("retrieval")
-    (folder / "sources.yaml").write_text(SOURCES)
-    (folder / "alice.jsonl").write_text(json.dumps(ALICE) + "\n")
-    (folder / "study.jsonl").write_text("".join(json.dumps(note) + "\n" for note in STUDY))
-    sources = folder / "sources.yaml"
-    chunks = []
-    for sid in ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"):
-        chunks.extend(run_source(sources, sid, settings.corpus_dir)[1])
-    frame = chunks_frame(chunks)
-    embedder = Embedder()
-    with database.connect() as conn:
-        schema.ensure_schema(conn)
-        embed_chunks(conn, frame, embedder)
-        outcome = build_index(conn, frame, embedder.model_id, [], switch_live=False)
-    return outcome.version, embedder
+def small_index(index_of):
+    return index_of(SOURCES, ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"),
+                    {"alice.jsonl": json.dumps(ALICE) + "\n",
+                     "study.jsonl": "".join(json.dumps(note) + "\n" for note in STUDY)})
 
 
 def find(conn, small_index, query, k=20, **options):

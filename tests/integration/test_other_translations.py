@@ -1,0 +1,57 @@
+"""A one-word topic in another translation's words: BM25 over the other translations' scripture
+proposes the search's translation's verse of the same reference, read as the caller, so a
+translation the caller may not see lends nothing."""
+
+import pytest
+
+from lectio.retrieval.search import SearchConfig, search
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+# The KJV's Romans 5:11 says "atonement", the WEB's "reconciliation"; only Alice may read the KJV.
+SOURCES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Romans 5; Philippians 4", acl: [public]}
+  - {id: kjv, kind: scripture, format: sword-bible, module: engKJV2006eb, translation: KJV,
+     select: "Romans 5; Philippians 4", acl: ["user:alice"]}
+"""
+ALICE = ("public", "user:alice")
+PUBLIC = ("public",)
+HEAVY = SearchConfig(topic_other_translations_weight=1000.0)
+OFF = SearchConfig(topic_other_translations_weight=0.0)
+
+
+@pytest.fixture(scope="module")
+def two_translations(index_of):
+    return index_of(SOURCES, ("web", "kjv"))
+
+
+def find(conn, index, query, principals, config, **options):
+    version, embedder = index
+    return search(conn, query, k=10, principals=principals, version=version, embedder=embedder, config=config,
+                  **options).results
+
+
+@pytest.mark.parametrize("word, ref", [("atonement", "rom_5_11"), ("moderation", "phil_4_5")])
+def test_a_topic_in_another_translations_words_finds_the_verse_in_the_searchs_own(conn, two_translations, word, ref):
+    own_words = find(conn, two_translations, word, ALICE, SearchConfig(mode="lexical"))
+    assert all(ref not in hit.refs for hit in own_words)  # the WEB never says it
+    first = find(conn, two_translations, word, ALICE, HEAVY)[0]
+    assert (first.refs, first.granularity, first.translation) == ([ref], "verse", "WEB")
+    assert find(conn, two_translations, word, ALICE, OFF)[0].chunk_id != first.chunk_id
+
+
+def test_a_translation_the_caller_may_not_read_lends_nothing(conn, two_translations):
+    for word in ("atonement", "moderation"):
+        as_public = [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, HEAVY)]
+        assert as_public == [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, OFF)]
+        assert all(hit.translation == "WEB" for hit in find(conn, two_translations, word, ALICE, HEAVY))
+
+
+def test_the_mirror_and_sql_propose_the_same_twins(conn, two_translations):
+    for word in ("atonement", "moderation", "peace"):
+        mirrored = find(conn, two_translations, word, ALICE, HEAVY)
+        in_sql = find(conn, two_translations, word, ALICE, SearchConfig(topic_other_translations_weight=1000.0,
+                                                                        lexical_mirror=False))
+        assert [(hit.chunk_id, hit.score) for hit in mirrored] == [(hit.chunk_id, hit.score) for hit in in_sql], word
