@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lectio.readers.renderings import is_function_word
+from lectio.retrieval.config import SearchConfig
 from lectio.settings import PROJECT_ROOT
 
 RENDERINGS = PROJECT_ROOT / "data" / "vocabulary" / "renderings.tsv"
@@ -125,3 +126,9 @@ def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_te
             if other not in present and other not in found:
                 found.append(other)
     return found
+
+
+def expansion_words(query: str, config: SearchConfig) -> str:
+    """The words `config` adds to `query`, as one string, as the retrievers take them."""
+    return " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
+                               max_terms=config.expansion_max_terms))

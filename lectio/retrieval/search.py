@@ -3,8 +3,9 @@
 A reference is looked up directly; a question about a Greek or Hebrew word gets its Strong's
 entry and the verses that use it; anything else is ranked by several retrievers fused by
 reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
-pericope titles, and the corpus's own cross-reference graph. Every read runs as the application
-role under row-level security with the caller's principals."""
+pericope titles, and the corpus's own cross-reference graph; a one-word topic is fused again with
+its words weighing more, in every translation (lectio.retrieval.topics). Every read runs as the
+application role under row-level security with the caller's principals."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from psycopg import sql
 
 from lectio.index import mirror as mirrors
 from lectio.index import security, versions
-from lectio.retrieval import candidates, lexical, rerank, shape, word_study
+from lectio.retrieval import candidates, lexical, rerank, topics, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.expansion import expansions
+from lectio.retrieval.expansion import expansion_words
 from lectio.rulesets.strongs import plain_letters
 from lectio.embedding.model import Embedder, ModelChoice, one_model_thread
 from lectio.bible.refs import RefRange, UnknownReference, parse_reference
@@ -200,12 +201,6 @@ def _translation_preference(filters: Scope) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
-def expansion_words(query: str, config: SearchConfig) -> str:
-    """The words `config` adds to `query`, as one string, as the retrievers take them."""
-    return " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
-                               max_terms=config.expansion_max_terms))
-
-
 def _vector_side(request: _Request, text: str, where, params):
     """The query's vector and, on the request's `vector_conn` (a connection of its own, None for
     none), its HNSW candidates, read as the same principals as the rest of the search."""
@@ -229,7 +224,7 @@ class _Proposals:
     titles: list[tuple[str, float]] | None  # pericope titles, where the lexical side ran with titles on
     where: sql.Composable
     params: list
-    # The other translations' BM25 as this translation's chunks; read for a topic only.
+    # The other translations' BM25 as this translation's chunks; read for a topic-shaped query only.
     others: list[tuple[str, float]] | None = None
 
 
@@ -251,7 +246,7 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
     if rows is not None:
         where = sql.SQL("{} AND {}").format(where, rows)
     extra = expansion_words(query, config) if config.expand_lexical or config.expand_vector else ""
-    vector = side = near = words = titles = None
+    vector = side = near = words = titles = others = None
     if config.mode in ("hybrid", "vector"):
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
@@ -270,6 +265,9 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
                     candidates.title_candidates(conn, table_name, query, where, params, config, layout)
                     if config.title_weight else [])
             words, titles = found.words, found.titles if config.title_weight else None
+        if rows is None and config.topic_other_translations_weight and topics.fused_again(query, config, filters):
+            # Read while the vector side still walks the graph: a topic's is the longer walk.
+            others = topics.other_translations(conn, table_name, query, filters, config, layout, translation)
     finally:
         if side is not None:
             wait([side])  # the second connection is the caller's again only once its reads are done
@@ -277,7 +275,7 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
         vector, near = side.result()
         if near is None:
             near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
-    return _Proposals(vector, near, words, titles, where, params)
+    return _Proposals(vector, near, words, titles, where, params, others)
 
 
 def _fused(request: _Request, found: _Proposals, lexical_weight: float,
@@ -305,41 +303,9 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float,
     return fused
 
 
-def _other_translations(request: _Request) -> list[tuple[str, float]]:
-    """BM25 over the other translations' scripture, each hit given as the chunk of the same verses
-    in the search's translation: the verse whose word the search's translation renders otherwise."""
-    conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
-    config = request.config
-    translation = filters.translation or DEFAULT_TRANSLATION
-    where, params = filters.where(translation, others=True)
-    extra = expansion_words(query, config) if config.expand_lexical else ""
-    conditions = filters.conditions(translation, others=True)
-    found = lexical.candidates(conn, filters.mirror, table_name, query, extra, conditions, where, params,
-                               replace(config, title_weight=0.0), filters.corpus)
-    if found is not None:
-        ranked = found.words
-    else:
-        ranked = candidates.lexical_candidates(conn, table_name, query, extra, where, params, config, request.layout,
-                                               where if filters.on_postings else None)
-    return candidates.twins(conn, table_name, ranked, *filters.where(translation))
-
-
-# The rows a topic is answered from: scripture as verses only, with or without the other kinds.
-_TOPIC_ROWS = {
-    "verses": sql.SQL("granularity = 'verse'"),
-    "verses+other": sql.SQL("(kind <> 'scripture' OR granularity = 'verse')"),
-}
-
-
 def _is_topic(request: _Request, ranked) -> bool:
-    """A short query that names no passage: its best hit is not a whole pericope. A caller who
-    asked for a kind has chosen the rows already."""
-    config = request.config
-    if request.filters.given.kind or not config.topic_words or not ranked:
-        return False
-    if config.topic_rows == "all" and config.mode != "hybrid":
-        return False  # fused again in a hybrid only
-    if shape.query_shape(request.query, config.topic_words) != shape.TOPIC:
+    """A short query that names no passage: its best hit is not a whole pericope."""
+    if not ranked or not topics.topic_shaped(request.query, request.config, request.filters):
         return False
     best = rerank.rows_by_id(request.conn, request.table_name, [ranked[0][0]])
     return bool(best) and best[0][rerank.COLUMNS.index("granularity")] != "pericope"
@@ -351,10 +317,8 @@ def _ranked_search(request: _Request) -> SearchResponse:
     ranked = _fused(request, found, config.lexical_weight)
     if _is_topic(request, ranked):
         if config.topic_rows != "all":
-            ranked = _fused(request, _proposals(request, _TOPIC_ROWS[config.topic_rows]), config.topic_lexical_weight)
-        elif config.mode == "hybrid":  # vector and lexical stay the plain baselines they are
-            if config.topic_other_translations_weight:
-                found = replace(found, others=_other_translations(request))
+            ranked = _fused(request, _proposals(request, topics.TOPIC_ROWS[config.topic_rows]), config.topic_lexical_weight)
+        else:
             ranked = _fused(request, found, config.topic_lexical_weight, config.topic_other_translations_weight)
     if config.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)

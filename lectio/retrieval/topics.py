@@ -1,0 +1,53 @@
+"""Short topics ("plummet", "atonement"): which queries a search answers as one, and the other
+translations' words it also matches one in. A topic wants the verses that use its word, and one
+word's vector is vague; many readers' words are another translation's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from psycopg import sql
+
+from lectio.retrieval import candidates, lexical, shape
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.scope import Scope
+
+# The rows a topic is answered from: scripture as verses only, with or without the other kinds.
+TOPIC_ROWS = {
+    "verses": sql.SQL("granularity = 'verse'"),
+    "verses+other": sql.SQL("(kind <> 'scripture' OR granularity = 'verse')"),
+}
+
+
+def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
+    """A short query, as its words alone tell (a caller who asked for a kind has chosen the rows
+    already)."""
+    if filters.given.kind or not config.topic_words:
+        return False
+    if config.topic_rows == "all" and config.mode != "hybrid":
+        return False  # fused again in a hybrid only
+    return shape.query_shape(query, config.topic_words) == shape.TOPIC
+
+
+def fused_again(query: str, config: SearchConfig, filters: Scope) -> bool:
+    """Whether a topic-shaped query is fused again from its candidates (not read from other rows)."""
+    return config.topic_rows == "all" and topic_shaped(query, config, filters)
+
+
+def other_translations(conn, table_name: str, query: str, filters: Scope, config: SearchConfig,
+                       layout: int | None, translation: str) -> list[tuple[str, float]]:
+    """BM25 over the scripture of every translation but `translation`, each hit given as the chunk
+    of the same verses in `translation` (candidates.twins): the verse whose word `translation`
+    renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
+    where, params = filters.where(translation, others=True)
+    extra = expansion_words(query, config) if config.expand_lexical else ""
+    conditions = filters.conditions(translation, others=True)
+    found = lexical.candidates(conn, filters.mirror, table_name, query, extra, conditions, where, params,
+                               replace(config, title_weight=0.0), filters.corpus)
+    if found is not None:
+        ranked = found.words
+    else:
+        ranked = candidates.lexical_candidates(conn, table_name, query, extra, where, params, config, layout,
+                                               where if filters.on_postings else None)
+    return candidates.twins(conn, table_name, ranked, *filters.where(translation))
