@@ -27,10 +27,9 @@ def two_translations(index_of):
     return index_of(SOURCES, ("web", "kjv"))
 
 
-def find(conn, index, query, principals, config, **options):
+def find(conn, index, query, principals, config):
     version, embedder = index
-    return search(conn, query, k=10, principals=principals, version=version, embedder=embedder, config=config,
-                  **options).results
+    return search(conn, query, k=10, principals=principals, version=version, embedder=embedder, config=config).results
 
 
 @pytest.mark.parametrize("word, ref", [("atonement", "rom_5_11"), ("moderation", "phil_4_5")])
