@@ -210,9 +210,11 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
 
 
 def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> list[tuple[str, float]]:
-    """Each ranked chunk given as the chunk of the same granularity and verses that `where` admits
-    (its twin in another translation), at its score and in its order. A chunk without one drops
-    out: a paragraph another translation cuts elsewhere, a chunk of no verses."""
+    """Each ranked chunk given as the chunk of the same kind, granularity and verses that `where`
+    admits in a translation (its twin in another translation), at its score and in its order. A
+    chunk without one drops out: a paragraph another translation cuts elsewhere, a chunk of no
+    verses. A chunk of no translation is never a twin: a church father's paragraph citing just
+    that verse is not the verse's paragraph."""
     if not ranked:
         return []
     rows = conn.execute(
@@ -221,9 +223,9 @@ def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> l
             SELECT t.chunk_id, o.score
             FROM unnest(%(ranked_ids)s::text[], %(ranked_scores)s::float8[]) WITH ORDINALITY AS o(chunk_id, score, n)
             JOIN {table} k ON k.chunk_id = o.chunk_id
-            JOIN (SELECT chunk_id, ordinal, granularity, refs FROM {table} WHERE {where}) t
+            JOIN (SELECT chunk_id, kind, translation, ordinal, granularity, refs FROM {table} WHERE {where}) t
               ON t.ordinal = k.ordinal AND t.granularity = k.granularity AND t.refs = k.refs
-                 AND t.chunk_id <> k.chunk_id
+                 AND t.kind = k.kind AND t.translation IS NOT NULL AND t.chunk_id <> k.chunk_id
             ORDER BY o.n, t.chunk_id
             """
         ).format(table=sql.Identifier(table_name), where=where),

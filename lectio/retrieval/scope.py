@@ -34,8 +34,8 @@ class Scope:
         """What where() asks of a row, as (column, test, value): the one list both the SQL and the
         lexical mirror (lectio.index.mirror) filter by. Tests: '&&' (shares a principal), '=',
         '<>', 'null-or-=' (NULL, or equal); tradition and tier are keys of the metadata. With
-        `others`, the rows of every translation but `translation` (scripture only) instead of
-        its own and the rows without one."""
+        `others`, the rows of every translation but `translation` (only scripture has one)
+        instead of its own and the rows without one."""
         found: list[tuple[str, str, object]] = [("acl", "&&", list(self.principals))]
         if not self.given.kind:
             # Dictionary entries answer word studies (lectio.retrieval.word_study), not topical questions.

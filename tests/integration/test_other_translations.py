@@ -2,8 +2,15 @@
 proposes the search's translation's verse of the same reference, read as the caller, so a
 translation the caller may not see lends nothing."""
 
-import pytest
+from dataclasses import replace
 
+import pytest
+from psycopg import sql
+
+from lectio.index import security, versions
+from lectio.retrieval import candidates
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -41,11 +48,32 @@ def test_a_topic_in_another_translations_words_finds_the_verse_in_the_searchs_ow
     assert find(conn, two_translations, word, ALICE, OFF)[0].chunk_id != first.chunk_id
 
 
-def test_a_translation_the_caller_may_not_read_lends_nothing(conn, two_translations):
+@pytest.mark.parametrize("mirrored", [True, False])
+def test_a_translation_the_caller_may_not_read_lends_nothing(conn, two_translations, mirrored):
+    heavy, off = (replace(config, lexical_mirror=mirrored) for config in (HEAVY, OFF))
     for word in ("atonement", "moderation"):
-        as_public = [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, HEAVY)]
-        assert as_public == [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, OFF)]
-        assert all(hit.translation == "WEB" for hit in find(conn, two_translations, word, ALICE, HEAVY))
+        as_public = [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, heavy)]
+        assert as_public == [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, off)]
+        assert all(hit.translation == "WEB" for hit in find(conn, two_translations, word, ALICE, heavy))
+
+
+def test_a_twin_is_the_same_verses_in_the_asked_translation(conn, two_translations):
+    version, _ = two_translations
+    table = versions.get_version(conn, version).table_name
+    rows = {chunk_id: (kind, granularity, refs, translation) for chunk_id, kind, granularity, refs, translation
+            in conn.execute(sql.SQL("SELECT chunk_id, kind, granularity, refs, translation FROM {}").format(
+                sql.Identifier(table))).fetchall()}
+    kjv = [(chunk_id, 1.0) for chunk_id, row in rows.items() if row[3] == "KJV"]
+    scope = Scope(ALICE, Filters())
+    with conn.transaction():
+        security.act_as_reader(conn, ALICE)
+        found = candidates.twins(conn, table, kjv, *scope.where("WEB"))
+    asked = {(row[1], tuple(row[2])) for row in rows.values() if row[3] == "KJV"}
+    for chunk_id, _ in found:
+        kind, granularity, refs, translation = rows[chunk_id]
+        assert (kind, translation) == ("scripture", "WEB") and (granularity, tuple(refs)) in asked, chunk_id
+    verses = {refs for granularity, refs in asked if granularity == "verse"}
+    assert {tuple(rows[chunk_id][2]) for chunk_id, _ in found if rows[chunk_id][1] == "verse"} == verses
 
 
 def test_the_mirror_and_sql_propose_the_same_twins(conn, two_translations):
