@@ -74,9 +74,9 @@ class SearchConfig:
     topic_words: int = 1
     topic_rows: str = "all"
     topic_lexical_weight: float = 3.0
-    # A one-word topic is often a word of another translation's vocabulary ("atonement",
-    # "moderation", "plummet" are the KJV's; the WEB says "reconciliation", "gentleness", "plumb
-    # line"), and many readers' words are the KJV's. In a topic's second fusion, BM25 over the
+    # A one-word topic is often a word of another translation's vocabulary ("plummet" and
+    # "moderation" are the KJV's alone; the WEB says "plumb line" and "gentleness"), and many
+    # readers' words are the KJV's. In a topic's second fusion, BM25 over the
     # other translations' scripture proposes, weighing this much, the chunk of the same verses in
     # the search's translation (lectio.retrieval.candidates.twins); 0 turns it off. 3, the
     # topic's own BM25 weight, was chosen on the dev parts over 1 and 2: Nave's recall@20 .352 ->

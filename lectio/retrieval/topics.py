@@ -1,4 +1,4 @@
-"""Short topics ("plummet", "atonement"): which queries a search answers as one, and the other
+"""Short topics ("plummet", "bishop"): which queries a search answers as one, and the other
 translations' words it also matches one in. A topic wants the verses that use its word, and one
 word's vector is vague; many readers' words are another translation's."""
 
