@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS live_index (
 # 4: index_versions.layout, and versions' postings tables protected.
 # 5: definer functions pin search_path with pg_temp last; PUBLIC loses TEMP, CREATE, large
 #    objects and Dagster's database; the reader no longer sees index_versions.rows.
-SCHEMA_VERSION = 5
+# 6: reader sessions report no query text, and PUBLIC loses other sessions' activity.
+SCHEMA_VERSION = 6
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:

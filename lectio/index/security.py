@@ -144,7 +144,23 @@ def create_reader_role(conn: psycopg.Connection) -> None:
             sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
                 sql.Identifier(READER_ROLE))
         )
+    _untracked(conn)
     _narrow_public(conn)
+
+
+def _untracked(conn: psycopg.Connection) -> None:
+    """Reader sessions report no query text: an application that sets its token as a literal
+    (`set_config('lectio.principals', '<token>', true)`) would otherwise show it in
+    pg_stat_activity to every other reader session, in every database of the server, and the
+    token replays until it expires. track_activities is a superuser's setting, so a reader
+    cannot turn it back on; on a server where the owner may not set it, say so."""
+    statement = sql.SQL("ALTER ROLE {} SET track_activities = off").format(sql.Identifier(READER_ROLE))
+    try:
+        with conn.transaction():
+            conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        log.warning("reader sessions' query text stays visible to each other (%s): %s; bind the token "
+                    "as a parameter", statement.as_string(conn), str(exc).splitlines()[0])
 
 
 # What every role gets by default through PUBLIC and the reader has no use for. TEMP would let a
@@ -157,6 +173,10 @@ _NARROWING = (
     "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
     "REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), "
     "pg_catalog.lo_from_bytea(oid, bytea), pg_catalog.pg_notify(text, text) FROM PUBLIC",
+    # Other sessions' activity (their query text) is the owner's to read, not the reader's.
+    "REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC",
+    "REVOKE EXECUTE ON FUNCTION pg_catalog.pg_stat_get_activity(integer), "
+    "pg_catalog.pg_stat_get_backend_activity(integer) FROM PUBLIC",
 )
 
 

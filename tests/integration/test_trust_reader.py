@@ -244,3 +244,28 @@ def test_a_killed_build_is_listed_as_abandoned(home, capsys):
     assert cli(["index", "list", "--json"]) == 0
     statuses = {v["version"]: v["status"] for v in json.loads(capsys.readouterr().out)["versions"]}
     assert statuses["v99999"] == "abandoned"
+
+
+# ---------------------------------------------------------------- a token is never in view
+
+
+def test_no_reader_session_sees_another_sessions_token(home):
+    """A reader session that sets its token as a literal (the form an application is most likely
+    to write) once showed it in pg_stat_activity.query to every other reader session, in the
+    lectio database and in any other it could connect to; the token then replayed."""
+    live_table(home)
+    with home.connect() as owner:
+        token = security.sign(owner, ["user:alice"])
+    server = home.database.reader_url(security.READER_ROLE)
+    with psycopg.connect(server, autocommit=True) as victim:
+        victim.execute(f"SELECT set_config('lectio.principals', '{token}', false)")
+        for database in ("lectio", "postgres"):
+            with psycopg.connect(with_database(server, database), autocommit=True) as attacker:
+                for query in ("SELECT string_agg(coalesce(query, ''), ' ') FROM pg_stat_activity",
+                              "SELECT string_agg(coalesce(pg_stat_get_backend_activity(b), ''), ' ') "
+                              "FROM pg_stat_get_backend_idset() b"):
+                    try:
+                        seen = attacker.execute(query).fetchone()[0] or ""
+                    except psycopg.errors.InsufficientPrivilege:
+                        seen = ""
+                    assert token not in seen, (database, query)
