@@ -8,3 +8,7 @@ RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorc
     && pip install --no-cache-dir -e .
 ENV LECTIO_HOME=/var/lib/lectio DAGSTER_HOME=/opt/dagster
 RUN mkdir -p $DAGSTER_HOME && cp dagster.yaml $DAGSTER_HOME/dagster.yaml
+# Not root: a process that escapes lectio gets a user that owns only lectio's state.
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin lectio \
+    && mkdir -p $LECTIO_HOME && chown -R lectio:lectio $LECTIO_HOME $DAGSTER_HOME
+USER lectio
