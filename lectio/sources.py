@@ -99,12 +99,11 @@ class Source:
 
 def read_entries(sources_file: Path) -> list[dict[str, Any]]:
     """The raw entries of a sources file, each with an `id` (positional when it has none)."""
+    text = _read_text(sources_file)
     try:
-        data = yaml.safe_load(Path(sources_file).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SourceError("*", f"sources file {sources_file} does not exist") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SourceError("*", f"sources file {sources_file} is not valid YAML: {_yaml_problem(exc)}") from None
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SourceError("*", f"sources file {sources_file} is not valid YAML: {_yaml_problem(exc, text)}") from None
     entries = data.get("sources") if isinstance(data, dict) else data
     if entries is None or entries == []:
         # Said here: otherwise the run goes on to report "every source failed", which misleads.
@@ -112,6 +111,23 @@ def read_entries(sources_file: Path) -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise SourceError("*", f"sources file {sources_file} must hold a list under 'sources'")
     return [_named(entry, position) for position, entry in enumerate(entries, start=1)]
+
+
+def _read_text(sources_file: Path) -> str:
+    """The file's text, or one SourceError line saying why it cannot be had (never a raw errno)."""
+    try:
+        return Path(sources_file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError("*", f"sources file {sources_file} does not exist") from None
+    except IsADirectoryError:
+        raise SourceError("*", f"sources file {sources_file} is a directory, not a file") from None
+    except PermissionError:
+        raise SourceError("*", f"sources file {sources_file} cannot be read: permission denied") from None
+    except OSError as exc:
+        raise SourceError("*", f"sources file {sources_file} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SourceError("*", f"sources file {sources_file} is not valid YAML: not UTF-8 ({exc.reason} "
+                               f"at byte {exc.start + 1})") from None
 
 
 def _named(entry: Any, position: int) -> dict[str, Any]:
@@ -125,9 +141,18 @@ def _named(entry: Any, position: int) -> dict[str, Any]:
     return entry
 
 
+# An id names a Dagster partition, a database key and a storage folder: `x/a` would make a folder
+# inside x's, and `..`, a leading dot or dash, spaces or a ':' are unsafe or ambiguous as file names.
+SOURCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def _id_problem(sid: str) -> str | None:
     # Dagster refuses a partition key holding "..." as it does one holding a control character.
-    return text_problem(sid, strict=True) or ("holds '...', which cannot name a partition" if "..." in sid else None)
+    problem = text_problem(sid, strict=True)
+    if problem or (SOURCE_ID.fullmatch(sid) and ".." not in sid):
+        return problem
+    return ("cannot name a folder or partition: an id starts with a letter or digit and holds only "
+            "letters, digits, '.', '-' and '_', never '..'")
 
 
 def text_problem(value: str, strict: bool) -> str | None:
@@ -160,9 +185,15 @@ def _strings(value: Any, where: str):
             yield from _strings(item, f"{where}[{i}]")
 
 
-def _yaml_problem(exc: Exception) -> str:
+def _yaml_problem(exc: Exception, text: str) -> str:
     """One line: what the YAML parser objected to, and where."""
     mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, yaml.reader.ReaderError):
+        # A raw NUL or other control character: the reader gives only an offset, so the line is
+        # counted here, as the parser's marks would say it.
+        line_start = text.rfind("\n", 0, exc.position) + 1
+        where = f"line {text.count(chr(10), 0, exc.position) + 1}, column {exc.position - line_start + 1}"
+        return f"unacceptable character #x{exc.character:04x} at {where}"
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
 

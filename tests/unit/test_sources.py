@@ -205,3 +205,65 @@ def test_allow_outside_must_be_a_boolean(folders):
     inside, corpus, _ = folders
     error = path_source(inside, "doc.txt", corpus, ", allow_outside: 'yes'")
     assert isinstance(error, SourceError) and "'allow_outside' must be true or false" in str(error)
+
+
+# ---------------------------------------------------------------- ids that cannot name a folder
+
+
+@pytest.mark.parametrize("bad_id", ["x/a", "x\\a", "..", "a..b", ".hidden", "a b", " a", "-a", "x:a", "caf\u00e9"])
+def test_an_id_unsafe_as_a_folder_name_fails_only_its_own_source(tmp_path, bad_id):
+    # `x/a` beside `x` made a storage folder inside x's and failed every index build.
+    entry = "{{id: '{sid}', kind: document, format: text, path: a.txt, acl: [public]}}"
+    path = write(tmp_path, "sources:\n  - " + entry.format(sid=bad_id) + "\n  - " + entry.format(sid="x") + "\n")
+    assert source_ids(path) == ["source-1", "x"]
+    loaded = load_sources(path, corpus_dir=tmp_path)
+    assert isinstance(loaded["x"], Source)
+    message = str(loaded["source-1"])
+    assert message.startswith(f"source 'source-1': 'id' {bad_id!r} ") and "folder" in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("good_id", ["kjv", "notes-alice", "westminster-confession", "y_a", "a.b", "3", "KJV1611"])
+def test_ids_of_letters_digits_dots_dashes_and_underscores_are_kept(tmp_path, good_id):
+    path = write(tmp_path, f"sources:\n  - {{id: '{good_id}', kind: document, format: text, path: a.txt, acl: [public]}}\n")
+    assert isinstance(load_sources(path, corpus_dir=tmp_path)[good_id], Source)
+
+
+def test_the_ids_of_the_shipped_and_fixture_sources_files_stay_valid():
+    root = Path(__file__).resolve().parents[2]
+    for sources_file in [root / "data" / "sources.yaml", *sorted((root / "tests" / "fixtures").glob("*.yaml"))]:
+        entries = read_entries(sources_file) if "sources" in sources_file.read_text() else []
+        assert not [e["_bad_id"] for e in entries if "_bad_id" in e], sources_file
+
+
+# ---------------------------------------------------------------- a file that cannot be read
+
+
+@pytest.mark.parametrize("char, shown", [("\0", "#x0000"), ("\x01", "#x0001")])
+def test_a_raw_control_character_in_the_file_names_its_line(tmp_path, char, shown):
+    path = tmp_path / "sources.yaml"
+    path.write_text(f"sources:\n  - {OK_ENTRY}\n  - {{id: b{char}c, kind: document}}\n")
+    with pytest.raises(SourceError) as error:
+        read_entries(path)
+    message = str(error.value)
+    assert message.startswith(f"sources file {path} ") and shown in message and "line 3, column 11" in message, message
+    assert "\n" not in message and "\0" not in message
+
+
+def test_a_directory_as_the_sources_file_says_so_in_one_line(tmp_path):
+    for read in (read_entries, source_ids, load_sources):
+        with pytest.raises(SourceError) as error:
+            read(tmp_path)
+        assert str(error.value) == f"sources file {tmp_path} is a directory, not a file"
+
+
+def test_an_unreadable_sources_file_says_so_in_one_line(tmp_path, monkeypatch):
+    path = write(tmp_path, f"sources:\n  - {OK_ENTRY}\n")
+
+    def refused(self, *args, **kwargs):  # as chmod 000 does, even when the tests run as root
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", refused)
+    with pytest.raises(SourceError) as error:
+        read_entries(path)
+    assert str(error.value) == f"sources file {path} cannot be read: permission denied"
