@@ -2,7 +2,6 @@
 
 
 import base64
-from contextlib import nullcontext
 
 import pandas as pd
 from dagster import (
@@ -36,11 +35,6 @@ class IndexConfig(Config):
     # Source → fingerprint of the chunks its ingest made in this run (`lectio run` passes them):
     # a source whose stored chunks differ was overwritten by another run and is not indexed.
     expected_chunks: dict[str, str] = {}
-    # True only from a process that already holds the database's writer lock for its whole life
-    # (`lectio run`, `lectio migrate`), which a second take would refuse; a build launched any other
-    # way (UI, sensor, CLI) takes the lock itself. Config rather than a run tag, so the launchpad
-    # and the run's config show it.
-    writer_lock_held: bool = False
 
 
 def table_metadata(frame: pd.DataFrame) -> MetadataValue:
@@ -99,7 +93,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         if not ready:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         frame = pd.concat(ready.values(), ignore_index=True)
-        with database.connect() as conn, (nullcontext() if config.writer_lock_held else locks.writer_lock(conn, "this index build")):
+        with database.connect() as conn, locks.writer_lock_unless_held(conn, "this index build"):
             outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
                                   sources=corpus.sources(), expected=config.expected_chunks)
         failed = sorted(set(failed) | set(outcome.rejected))

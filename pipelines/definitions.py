@@ -8,8 +8,8 @@ from pathlib import Path
 from dagster import (
     AssetsDefinition,
     Definitions,
-    EnvVar,
     ExecutorDefinition,
+    ResourceDefinition,
     FilesystemIOManager,
     StaticPartitionsDefinition,
     define_asset_job,
@@ -27,16 +27,26 @@ from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 
 def lectio_resources(settings: Settings, sources_file: Path) -> dict:
-    """The resources, each value a deployment sets given as an EnvVar where it was set in the
-    environment, so the UI and run configs name the variable rather than hold its value."""
-    def env(name: str, value) -> EnvVar | str | None:
-        return EnvVar(name) if os.environ.get(name) else (str(value) if value is not None else None)
+    """The resources, fixed by the deployment (its environment and the sources file the code
+    location was loaded with) and offered to no run's config. The sources file decides who may
+    read what; a launchpad field for it, or for the home, corpus folder or database, let anyone
+    who reached the UI publish any file the code location can read to anonymous search."""
+    def env(name: str, value) -> str | None:
+        return os.environ.get(name) or (str(value) if value is not None else None)
 
-    return {
+    resources = {
         "corpus": CorpusResource(sources_file=str(sources_file), corpus_dir=env("LECTIO_CORPUS_DIR", settings.corpus_dir)),
         "database": DatabaseResource(home=env("LECTIO_HOME", settings.home), url=env("DATABASE_URL", None)),
         "embedder": EmbedderResource(backend=env("LECTIO_EMBED_BACKEND", None)),
     }
+    return {key: _fixed(value) for key, value in resources.items()}
+
+
+def _fixed(resource) -> ResourceDefinition:
+    """`resource` as it is, with an empty config schema: a run config that names any field of it
+    is refused before the run starts (hardcoded_resource would accept and ignore anything)."""
+    return ResourceDefinition(resource_fn=lambda _: resource, config_schema={},
+                              description=type(resource).__doc__)
 
 
 # One source's ingest runs in one process, wherever it is launched (UI, daemon, `lectio run`):

@@ -152,9 +152,8 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     failed = [o.source_id for o in outcomes if not o.ok]
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
-    # This process holds the writer lock for the whole run (run_main), so the build must not take it.
-    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
-                               writer_lock_held=True)
+    # This process holds the writer lock for the whole run (run_main); the build, in process, knows it.
+    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected)
     result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
     if _interrupted(result):
         raise Interrupted("stopped while building the index (a version goes live only when its build commits)")

@@ -33,10 +33,35 @@ def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator
     if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_WRITER_LOCK,)).fetchone()[0]:
         raise WriterBusy(f"another lectio run, migration or index change is writing to this database; "
                          f"{what} was not started: try again when it has finished")
+    server = _server(conn)
+    _HELD_HERE.add(server)
     try:
         yield
     finally:
+        _HELD_HERE.discard(server)
         _unlock(conn, _WRITER_LOCK)
+
+
+# The databases whose writer lock this process holds. Whether a step may skip taking the lock is
+# this process's own knowledge, never something a run's config could claim: a launchpad field that
+# said "held" let anyone who reached the UI build beside a running writer.
+_HELD_HERE: set[tuple] = set()
+
+
+def _server(conn: psycopg.Connection) -> tuple:
+    info = conn.info
+    return (info.host, info.port, info.dbname)
+
+
+@contextmanager
+def writer_lock_unless_held(conn: psycopg.Connection, what: str = "this change") -> Iterator[None]:
+    """The writer lock, unless this very process already holds it for this database (`lectio
+    run` and `lectio migrate` hold it for their whole life and run their builds in process)."""
+    if _server(conn) in _HELD_HERE:
+        yield
+        return
+    with writer_lock(conn, what):
+        yield
 
 
 def lock_schema(conn: psycopg.Connection) -> None:
