@@ -153,46 +153,65 @@ def _untracked(conn: psycopg.Connection) -> None:
     (`set_config('lectio.principals', '<token>', true)`) would otherwise show it in
     pg_stat_activity to every other reader session, in every database of the server, and the
     token replays until it expires. track_activities is a superuser's setting, so a reader
-    cannot turn it back on; on a server where the owner may not set it, say so."""
+    cannot turn it back on; where the owner may not set it and nobody has, say so."""
     statement = sql.SQL("ALTER ROLE {} SET track_activities = off").format(sql.Identifier(READER_ROLE))
-    try:
-        with conn.transaction():
-            conn.execute(statement)
-    except psycopg.errors.InsufficientPrivilege as exc:
-        log.warning("reader sessions' query text stays visible to each other (%s): %s; bind the token "
-                    "as a parameter", statement.as_string(conn), str(exc).splitlines()[0])
+    already = ("SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole "
+               "WHERE r.rolname = %s AND s.setdatabase = 0 AND 'track_activities=off' = ANY (s.setconfig))")
+    _as_far_as_allowed(conn, statement, already, "reader sessions' query text stays visible to each other; "
+                       "bind the token as a parameter")
 
 
-# What every role gets by default through PUBLIC and the reader has no use for. TEMP would let a
-# session shadow relations that functions resolve by name; CREATE on the schema, functions and
-# operators; CONNECT to Dagster's database, its run storage; large objects and pg_notify, writes
-# of their own. The owner keeps TEMP (it stages bulk loads in temp tables).
+# What every role gets by default through PUBLIC and the reader has no use for, each with the test
+# that the reader already lacks it (a deployment's superuser may have taken it, as
+# docker/roles.sql does, where lectio's owner may not). TEMP would let a session shadow relations
+# that functions resolve by name; CREATE on the schema, functions and operators; CONNECT to
+# Dagster's database, its run storage; large objects and pg_notify, writes of their own. The owner
+# keeps TEMP (it stages bulk loads in temp tables).
 _NARROWING = (
-    "GRANT TEMPORARY ON DATABASE {db} TO CURRENT_USER",
-    "REVOKE TEMPORARY ON DATABASE {db} FROM PUBLIC",
-    "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
-    "REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), "
-    "pg_catalog.lo_from_bytea(oid, bytea), pg_catalog.pg_notify(text, text) FROM PUBLIC",
+    ("GRANT TEMPORARY ON DATABASE {db} TO CURRENT_USER",
+     "SELECT has_database_privilege(current_user, current_database(), 'TEMPORARY')"),
+    ("REVOKE TEMPORARY ON DATABASE {db} FROM PUBLIC",
+     "SELECT NOT has_database_privilege(%s, current_database(), 'TEMPORARY')"),
+    ("REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+     "SELECT NOT has_schema_privilege(%s, 'public', 'CREATE')"),
+    ("REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), "
+     "pg_catalog.lo_from_bytea(oid, bytea), pg_catalog.pg_notify(text, text) FROM PUBLIC",
+     "SELECT NOT (has_function_privilege(%(r)s, 'pg_catalog.lo_create(oid)', 'EXECUTE') "
+     "OR has_function_privilege(%(r)s, 'pg_catalog.lo_creat(integer)', 'EXECUTE') "
+     "OR has_function_privilege(%(r)s, 'pg_catalog.lo_from_bytea(oid, bytea)', 'EXECUTE') "
+     "OR has_function_privilege(%(r)s, 'pg_catalog.pg_notify(text, text)', 'EXECUTE'))"),
     # Other sessions' activity (their query text) is the owner's to read, not the reader's.
-    "REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC",
-    "REVOKE EXECUTE ON FUNCTION pg_catalog.pg_stat_get_activity(integer), "
-    "pg_catalog.pg_stat_get_backend_activity(integer) FROM PUBLIC",
+    ("REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC",
+     "SELECT NOT has_table_privilege(%s, 'pg_catalog.pg_stat_activity', 'SELECT')"),
+    ("REVOKE EXECUTE ON FUNCTION pg_catalog.pg_stat_get_activity(integer), "
+     "pg_catalog.pg_stat_get_backend_activity(integer) FROM PUBLIC",
+     "SELECT NOT (has_function_privilege(%(r)s, 'pg_catalog.pg_stat_get_activity(integer)', 'EXECUTE') "
+     "OR has_function_privilege(%(r)s, 'pg_catalog.pg_stat_get_backend_activity(integer)', 'EXECUTE'))"),
 )
 
 
 def _narrow_public(conn: psycopg.Connection) -> None:
     """Take from PUBLIC what the reader must not have, as far as the owner may: on an external
-    server where lectio's owner is not a superuser, what it may not change is logged."""
+    server where lectio's owner is not a superuser, what is still missing is logged."""
     db = sql.Identifier(conn.execute("SELECT current_database()").fetchone()[0])
-    statements = [sql.SQL(s).format(db=db) for s in _NARROWING]
+    narrowing = [(sql.SQL(statement).format(db=db), already) for statement, already in _NARROWING]
     if conn.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster'").fetchone():
-        statements.append(sql.SQL("REVOKE CONNECT ON DATABASE dagster FROM PUBLIC"))
-    for statement in statements:
-        try:
-            with conn.transaction():
-                conn.execute(statement)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            log.warning("could not narrow PUBLIC's rights (%s): %s", statement.as_string(conn),
+        narrowing.append((sql.SQL("REVOKE CONNECT ON DATABASE dagster FROM PUBLIC"),
+                          "SELECT NOT has_database_privilege(%s, 'dagster', 'CONNECT')"))
+    for statement, already in narrowing:
+        _as_far_as_allowed(conn, statement, already, "PUBLIC keeps this right")
+
+
+def _as_far_as_allowed(conn: psycopg.Connection, statement: sql.Composable, already: str, consequence: str) -> None:
+    """Run `statement`; if the owner may not, log it unless `already` (a query of the reader's
+    role name) finds its effect in place."""
+    try:
+        with conn.transaction():
+            conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        params = {"r": READER_ROLE} if "%(r)s" in already else (READER_ROLE,) if "%s" in already else None
+        if not conn.execute(already, params).fetchone()[0]:
+            log.warning("could not run %s (%s): %s", statement.as_string(conn), consequence,
                         str(exc).splitlines()[0])
 
 

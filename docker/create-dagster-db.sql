@@ -1,2 +1,0 @@
--- Dagster keeps its runs and events in their own database on the same server.
-CREATE DATABASE dagster;
