@@ -8,6 +8,15 @@ against the torch model before it is kept. After that, embedding needs only `onn
 `tokenizers` and numpy: a process that embeds with this backend never imports torch,
 transformers or sentence-transformers.
 
+The file is checked before every use, since nothing at run time compares its vectors with torch's
+any more: a perturbed weight still loads and serves plausible-looking, wrong vectors, and the
+embedding cache would keep them under the model's id. Its SHA-256 is recorded at export beside it
+(model.onnx.sha256, as `sha256sum` writes it), and a session is made only from bytes read once
+and checked against that record, so what was checked is what runs, in every process (CLI search,
+serve, ingest) and for each session. A file that does not match (or has no record, as an export
+from before the check) is exported again, with one warning; where that cannot be done the backend
+refuses it. Vectors are hence only ever made, and cached, by the file that was exported.
+
 Why this route and not sentence-transformers' `backend="onnx"`: that one loads (and exports)
 through optimum-onnx, whose releases pin transformers below 4.58, so installing it would
 downgrade the transformers 5 that sentence-transformers 5+ runs on here, and serving would still
@@ -27,17 +36,20 @@ fp32 export; its kernels use the VNNI instructions where the CPU has them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
 import warnings
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -48,6 +60,7 @@ log = logging.getLogger(__name__)
 FP32_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
 EXPORT_RECORD = "export.json"
+DIGEST_SUFFIX = ".sha256"  # model.onnx.sha256 beside model.onnx
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
 # An export is kept only this close to the torch model on the probe texts (fp32 against fp32:
@@ -111,29 +124,127 @@ def _locked(folder: Path, name: str = ".lock"):
 # ------------------------------------------------------------------------------- the export
 
 
+def model_file(name: str, release: str, precision: str = "fp32", home: Path | None = None) -> Path:
+    return model_dir(name, release, home) / (INT8_FILE if precision == "int8" else FP32_FILE)
+
+
 def ensure_export(name: str, release: str, precision: str = "fp32", home: Path | None = None) -> Path:
-    """The model file of `precision` in the home's model cache, exported there first if missing."""
+    """The model file of `precision` in the home's model cache, the one recorded at export:
+    exported there first if missing, or again if it is not what was exported."""
+    model_bytes(name, release, precision, home)
+    return model_file(name, release, precision, home)
+
+
+def model_bytes(name: str, release: str, precision: str = "fp32", home: Path | None = None) -> bytes:
+    """The bytes of the model file of `precision`, checked against the SHA-256 recorded at its
+    export; (re-)made first where they are not, or a one-line BackendUnavailable."""
     require()
     folder = model_dir(name, release, home)
-    wanted = folder / (INT8_FILE if precision == "int8" else FP32_FILE)
-    if wanted.is_file():
-        return wanted
+    wanted = model_file(name, release, precision, home)
+    data, problem = checked_bytes(wanted)
+    if data is not None:
+        return data
+    # A file that is there but unchecked is refused, not loaded, where it cannot be made again.
+    doing = ("cannot load: " if problem == "is missing"
+             else f"refuses {wanted}: it {problem}, and making it again failed: ")
     try:
         with _locked(folder):
-            if not (folder / FP32_FILE).is_file():
-                export(name, folder)
-            if precision == "int8" and not wanted.is_file():
-                quantize(folder / FP32_FILE, wanted)
-    except BackendUnavailable:
+            data, problem = checked_bytes(wanted)  # another process may have just made it
+            if data is None:
+                data = _remake(name, folder, wanted, problem)
+    except BackendUnavailable as exc:
+        if doing.startswith("refuses") and not str(exc).startswith("the onnx embedding backend refuses"):
+            raise BackendUnavailable(f"the onnx embedding backend {doing}{_reason(exc)}") from exc
         raise
     except OSError as exc:
-        raise BackendUnavailable(f"the onnx embedding backend cannot load: cannot write its export into {folder}: "
+        raise BackendUnavailable(f"the onnx embedding backend {doing}cannot write its export into {folder}: "
                                  f"{exc.strerror or exc}") from exc
     except Exception as exc:  # noqa: BLE001 - the exporter's and optimizer's errors are many kinds
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise BackendUnavailable(f"the onnx embedding backend cannot load: exporting {name} failed: {first} "
+        raise BackendUnavailable(f"the onnx embedding backend {doing}exporting {name} failed: {first} "
                                  "(set LECTIO_EMBED_BACKEND=torch)") from exc
-    return wanted
+    return data
+
+
+def _reason(exc: BackendUnavailable) -> str:
+    """What stopped a re-export, without the prefix its own message starts with."""
+    return re.sub(r"^the onnx embedding backend (cannot load|cannot export the model): ", "", str(exc))
+
+
+def _remake(name: str, folder: Path, wanted: Path, problem: str) -> bytes:
+    """Export (and quantize) again what is missing or not as recorded, saying so once for a file
+    that was there; the bytes made, checked as any other load's."""
+    fp32 = folder / FP32_FILE
+    source, fp32_problem = (None, problem) if wanted == fp32 else checked_bytes(fp32)
+    if source is None:
+        _replacing(fp32, fp32_problem, "exporting it again")
+        export(name, folder)
+        source = _made(fp32)
+    if wanted == fp32:
+        return source
+    _replacing(wanted, problem, "quantizing it again")
+    quantize(source, wanted)
+    return _made(wanted)
+
+
+def _replacing(path: Path, problem: str, how: str) -> None:
+    if problem != "is missing":
+        log.warning("the ONNX model file %s %s; %s", path, problem, how)
+
+
+def _made(path: Path) -> bytes:
+    data, problem = checked_bytes(path)
+    if data is None:
+        raise BackendUnavailable(f"the onnx embedding backend refuses {path}: it {problem} right after it was made "
+                                 "(is another program writing it?)")
+    return data
+
+
+# ------------------------------------------------------------------------------- the check
+
+
+def digest_file(path: Path) -> Path:
+    return path.with_name(path.name + DIGEST_SUFFIX)
+
+
+def record_digest(path: Path, digest: str) -> None:
+    """The SHA-256 of a model file, beside it, in `sha256sum`'s format (so `sha256sum -c` checks
+    it too), written whole or not at all."""
+    _write_whole(digest_file(path), f"{digest}  {path.name}\n")
+
+
+def recorded_digest(path: Path) -> str | None:
+    """The SHA-256 recorded for a model file; None where there is no readable record."""
+    try:
+        fields = digest_file(path).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(fields) == 2 and fields[1] == path.name and re.fullmatch(r"[0-9a-f]{64}", fields[0]):
+        return fields[0]
+    return None
+
+
+def checked_bytes(path: Path) -> tuple[bytes | None, str]:
+    """The file's bytes where their SHA-256 is the one recorded at export, else None and what is
+    wrong. Read once: the bytes checked are the bytes a session is made from."""
+    if not path.is_file():
+        return None, "is missing"
+    expected = recorded_digest(path)
+    if expected is None:
+        return None, f"has no SHA-256 recorded at export ({digest_file(path).name})"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if hashlib.sha256(data).hexdigest() != expected:
+        return None, f"does not match the SHA-256 recorded at its export ({digest_file(path).name})"
+    return data, ""
+
+
+def _write_whole(path: Path, text: str) -> None:
+    work = path.with_name(f".{path.name}.{os.getpid()}")
+    work.write_text(text)
+    os.replace(work, path)
 
 
 def export(name: str, folder: Path) -> Path:
@@ -164,11 +275,13 @@ def export(name: str, folder: Path) -> Path:
         if kept is None:
             raise BackendUnavailable(f"the onnx embedding backend cannot load: its export of {name} does not "
                                      f"reproduce the torch model's vectors ({checks}); set LECTIO_EMBED_BACKEND=torch")
+        digest = hashlib.sha256(kept.read_bytes()).hexdigest()  # of the file checked against torch
         os.replace(kept, folder / FP32_FILE)
+        record_digest(folder / FP32_FILE, digest)
         record = {"model": name, "from": str(source), "graph": "fused" if kept == fused else "plain",
-                  "checks": checks, "onnxruntime": runtime_version(), "torch": _version("torch"),
+                  "checks": checks, "sha256": digest, "onnxruntime": runtime_version(), "torch": _version("torch"),
                   "transformers": _version("transformers"), "seconds": round(time.monotonic() - started, 1)}
-        (folder / EXPORT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        _write_whole(folder / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
         log.info("exported %s to ONNX in %.1fs (%s graph, cosine to torch %s) into %s", name, record["seconds"],
                  record["graph"], checks[kept.name]["min_cosine"], folder)
         return folder / FP32_FILE
@@ -252,21 +365,30 @@ class _Drop(logging.Filter):
         return not str(record.msg).startswith(self.prefix)
 
 
-def quantize(fp32: Path, out: Path) -> Path:
+def quantize(fp32: bytes, out: Path) -> Path:
+    """The int8 model of the fp32 export's checked bytes (copied for the quantizer, which reads a
+    file, so a change to model.onnx meanwhile cannot reach it), its SHA-256 recorded beside it."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     import onnx
 
     work = out.with_name(f".{out.name}.{os.getpid()}")
+    source = out.with_name(f".{FP32_FILE}.{os.getpid()}")
+    source.write_bytes(fp32)
     advice = _Drop("Please consider to run pre-processing")  # the quantizer's advice for image models
     logging.getLogger().addFilter(advice)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quantize_dynamic(str(fp32), str(work), per_channel=True, weight_type=QuantType.QInt8,
-                         # the fused operators' outputs have no inferred type; they are float32
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    logging.getLogger().removeFilter(advice)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantize_dynamic(str(source), str(work), per_channel=True, weight_type=QuantType.QInt8,
+                             # the fused operators' outputs have no inferred type; they are float32
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    finally:
+        logging.getLogger().removeFilter(advice)
+        source.unlink(missing_ok=True)
+    digest = hashlib.sha256(work.read_bytes()).hexdigest()
     os.replace(work, out)
-    log.info("quantized %s to int8 (dynamic, per channel) into %s", fp32.name, out)
+    record_digest(out, digest)
+    log.info("quantized %s to int8 (dynamic, per channel) into %s", FP32_FILE, out)
     return out
 
 
@@ -302,10 +424,15 @@ def probe_texts() -> list[str]:
 
 
 class OnnxModel:
-    """One exported model: its tokenizer and its two sessions, made at first use and reused."""
+    """One exported model: its tokenizer and its two sessions, made at first use and reused.
+    `source` gives the bytes a session is made from (a home's model: model_bytes, checked, each
+    time a session is made); without it, a file with a SHA-256 recorded beside it must match it,
+    and one without (an export's candidate, before it is kept) is read as it is."""
 
-    def __init__(self, path: Path, max_tokens: int = MAX_SEQ_TOKENS, name: str = MODEL_NAME):
+    def __init__(self, path: Path, max_tokens: int = MAX_SEQ_TOKENS, name: str = MODEL_NAME,
+                 source: Callable[[], bytes] | None = None):
         self.path = Path(path)
+        self.source = source or partial(_as_recorded, self.path)
         self.max_tokens = max_tokens
         self._sessions: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -318,8 +445,8 @@ class OnnxModel:
             with self._lock:
                 found = self._sessions.get(kind)
                 if found is None:
-                    found = self._sessions[kind] = _session(self.path, 1 if kind == "query" else cores(),
-                                                            spin=kind != "query")
+                    found = self._sessions[kind] = _session(self.path, self.source(),
+                                                            1 if kind == "query" else cores(), spin=kind != "query")
         return found
 
     def encode(self, texts: list[str], batch_size: int = 64, kind: str | None = None) -> np.ndarray:
@@ -349,6 +476,20 @@ class OnnxModel:
         return out
 
 
+def _as_recorded(path: Path) -> bytes:
+    """The file's bytes, checked where a SHA-256 is recorded beside it."""
+    data, problem = checked_bytes(path)
+    if data is not None:
+        return data
+    if problem.startswith("does not match"):
+        raise BackendUnavailable(f"the onnx embedding backend refuses {path}: it {problem} "
+                                 "(delete it to export it again, or set LECTIO_EMBED_BACKEND=torch)")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BackendUnavailable(f"the onnx embedding backend cannot load {path}: {exc.strerror or exc}") from exc
+
+
 def _tokenizer(max_tokens: int, name: str):
     from tokenizers import Tokenizer
 
@@ -360,7 +501,8 @@ def _tokenizer(max_tokens: int, name: str):
     return tok
 
 
-def _session(path: Path, threads: int, spin: bool):
+def _session(path: Path, data: bytes, threads: int, spin: bool):
+    """A session of `data` (the model file's bytes; `path` names it in errors)."""
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -374,7 +516,7 @@ def _session(path: Path, threads: int, spin: bool):
     options.log_severity_level = 3  # warnings about unused initializers are not the user's business
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackendUnavailable(f"the onnx embedding backend cannot load {path}: {first} "
@@ -394,4 +536,6 @@ def loaded(name: str, release: str, precision: str) -> OnnxModel:
 
 @lru_cache(maxsize=4)
 def _load(name: str, release: str, precision: str, home: Path) -> OnnxModel:
-    return OnnxModel(ensure_export(name, release, precision, home), MAX_SEQ_TOKENS, name)
+    # Checked now (a one-line error before the first text), and again for each session it makes.
+    path = ensure_export(name, release, precision, home)
+    return OnnxModel(path, MAX_SEQ_TOKENS, name, source=partial(model_bytes, name, release, precision, home))

@@ -4,6 +4,7 @@ fingerprint and builds a version that records its backend and is searched with i
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 
@@ -46,7 +47,11 @@ def test_the_export_is_made_from_the_packaged_weights_into_an_empty_home(tmp_pat
     assert kept["equivalent"] and kept["min_cosine"] >= onnx_runtime.MIN_COSINE
     # Nothing was written into the package, and no scratch files stay in the home.
     assert not (model_path() / "onnx").exists()
-    assert sorted(p.name for p in path.parent.iterdir() if not p.name.startswith(".lock")) == ["export.json", "model.onnx"]
+    kept_files = sorted(p.name for p in path.parent.iterdir() if not p.name.startswith(".lock"))
+    assert kept_files == ["export.json", "model.onnx", "model.onnx.sha256"]
+    # The SHA-256 of the file kept is recorded beside it (as sha256sum writes it) and in the record.
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (path.parent / "model.onnx.sha256").read_text() == f"{digest}  model.onnx\n" == f"{record['sha256']}  model.onnx\n"
     # The same vectors as torch's, whatever the batch: one text alone (the query session) and all.
     onnx = onnx_runtime.OnnxModel(path)
     reference = torch_vectors(choice.name, TEXTS)
@@ -124,6 +129,7 @@ def test_int8_is_opt_in_and_keyed_apart(tmp_path, precision):
     choice = ModelChoice(precision=precision, backend="onnx")
     path = onnx_runtime.ensure_export(choice.name, choice.release, precision, tmp_path / "home")
     assert path.name == onnx_runtime.INT8_FILE and (path.parent / onnx_runtime.FP32_FILE).is_file()
+    assert onnx_runtime.recorded_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     vectors = onnx_runtime.OnnxModel(path).encode(TEXTS)
     cosine = np.sum(vectors * torch_vectors(choice.name, TEXTS), axis=1)
     # Close, but not fp32's vectors: a key of its own, and never chosen unless asked for.
