@@ -53,6 +53,7 @@ from typing import Callable
 
 import numpy as np
 
+from lectio.embedding.model_file import checked_bytes, digest_file, record_digest, recorded_digest, write_whole  # noqa: F401
 from lectio.embedding.packaged import DIMENSIONS, MAX_SEQ_TOKENS, MODEL_NAME, model_path
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,6 @@ log = logging.getLogger(__name__)
 FP32_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
 EXPORT_RECORD = "export.json"
-DIGEST_SUFFIX = ".sha256"  # model.onnx.sha256 beside model.onnx
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
 # An export is kept only this close to the torch model on the probe texts (fp32 against fp32:
@@ -200,53 +200,6 @@ def _made(path: Path) -> bytes:
     return data
 
 
-# ------------------------------------------------------------------------------- the check
-
-
-def digest_file(path: Path) -> Path:
-    return path.with_name(path.name + DIGEST_SUFFIX)
-
-
-def record_digest(path: Path, digest: str) -> None:
-    """The SHA-256 of a model file, beside it, in `sha256sum`'s format (so `sha256sum -c` checks
-    it too), written whole or not at all."""
-    _write_whole(digest_file(path), f"{digest}  {path.name}\n")
-
-
-def recorded_digest(path: Path) -> str | None:
-    """The SHA-256 recorded for a model file; None where there is no readable record."""
-    try:
-        fields = digest_file(path).read_text().split()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if len(fields) == 2 and fields[1] == path.name and re.fullmatch(r"[0-9a-f]{64}", fields[0]):
-        return fields[0]
-    return None
-
-
-def checked_bytes(path: Path) -> tuple[bytes | None, str]:
-    """The file's bytes where their SHA-256 is the one recorded at export, else None and what is
-    wrong. Read once: the bytes checked are the bytes a session is made from."""
-    if not path.is_file():
-        return None, "is missing"
-    expected = recorded_digest(path)
-    if expected is None:
-        return None, f"has no SHA-256 recorded at export ({digest_file(path).name})"
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror or exc})"
-    if hashlib.sha256(data).hexdigest() != expected:
-        return None, f"does not match the SHA-256 recorded at its export ({digest_file(path).name})"
-    return data, ""
-
-
-def _write_whole(path: Path, text: str) -> None:
-    work = path.with_name(f".{path.name}.{os.getpid()}")
-    work.write_text(text)
-    os.replace(work, path)
-
-
 def export(name: str, folder: Path) -> Path:
     """Export the packaged model into folder/model.onnx (written whole or not at all)."""
     from lectio.embedding import torch_runtime
@@ -281,7 +234,7 @@ def export(name: str, folder: Path) -> Path:
         record = {"model": name, "from": str(source), "graph": "fused" if kept == fused else "plain",
                   "checks": checks, "sha256": digest, "onnxruntime": runtime_version(), "torch": _version("torch"),
                   "transformers": _version("transformers"), "seconds": round(time.monotonic() - started, 1)}
-        _write_whole(folder / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
+        write_whole(folder / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
         log.info("exported %s to ONNX in %.1fs (%s graph, cosine to torch %s) into %s", name, record["seconds"],
                  record["graph"], checks[kept.name]["min_cosine"], folder)
         return folder / FP32_FILE
