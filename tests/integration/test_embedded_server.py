@@ -1,8 +1,25 @@
-"""The embedded server is sized for search: its buffer cache holds the HNSW pages a query walks."""
+"""The embedded server is sized for search (its buffer cache holds the HNSW pages a query walks),
+and opening it changes no folder lectio did not create."""
 
 from __future__ import annotations
 
-from lectio.index.database import ensure_database, shared_buffers_mb
+import dataclasses
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from lectio.index.database import ensure_database, open_database, shared_buffers_mb, stop_embedded
+
+PROJECT = Path(__file__).resolve().parents[2]
+# Only a server started by root runs as a system user of its own, which must pass the folders above
+# its data; started by anyone else it is that user's, and nothing is opened for it.
+AS_ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
 
 
 def test_the_embedded_server_keeps_the_buffers_sized_from_this_machine(database, settings):
@@ -18,8 +35,8 @@ def test_the_embedded_server_keeps_the_buffers_sized_from_this_machine(database,
 
 
 def test_processes_opening_the_server_side_by_side_leave_a_secured_home_closed(database, settings):
-    """Each process that opens the embedded server widens the home for a moment (the library
-    does) and puts it back; two at once must not put back each other's widened mode."""
+    """Processes opening the embedded server side by side (the daemon's runs) leave a secured home
+    as secure_home left it: none of them widens it, not even for a moment."""
     import subprocess
     import sys
     from pathlib import Path
@@ -33,3 +50,38 @@ def test_processes_opening_the_server_side_by_side_leave_a_secured_home_closed(d
                  for _ in range(6)]
     assert [p.wait(timeout=300) for p in processes] == [0] * 6
     assert settings.home.stat().st_mode & 0o077 == 0o011
+
+
+@AS_ROOT
+def test_a_home_under_a_private_folder_is_refused_in_one_line_and_the_folder_stays_private(settings):
+    """The server's system user cannot pass a 0700 folder that lectio did not create: lectio says
+    which folder and what to do, rather than open it (and every folder above it) to everyone."""
+    private = Path(tempfile.mkdtemp(prefix="lectio-private-"))  # mode 0700, as mkdtemp makes it
+    home = private / "home"
+    try:
+        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "index", "list"], cwd=PROJECT,
+                              env={**os.environ, "LECTIO_HOME": str(home)}, capture_output=True, text=True)
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+        assert done.returncode == 2, done.stdout + done.stderr
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("lectio index: the embedded PostgreSQL server runs as system user")
+        assert f"cannot pass {private} (mode 0700)" in line and f"chmod o+x {private}" in line
+    finally:
+        stop_embedded(dataclasses.replace(settings, home=home))
+        shutil.rmtree(private)
+
+
+@AS_ROOT
+def test_a_home_under_a_folder_it_may_only_pass_starts_and_leaves_that_folder_unlisted(settings):
+    """A parent with the search bit alone (0711) is all the server needs; it stays 0711, where the
+    library used to make it, and every folder above, listable by everyone (0755)."""
+    parent = Path(tempfile.mkdtemp(prefix="lectio-passable-"))
+    parent.chmod(0o711)
+    home = parent / "home"
+    try:
+        with open_database(home).connect() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert stat.S_IMODE(parent.stat().st_mode) == 0o711
+    finally:
+        stop_embedded(dataclasses.replace(settings, home=home))
+        shutil.rmtree(parent)

@@ -73,8 +73,8 @@ def test_two_source_partitions_ingest_at_once_each_in_one_process(instance, sett
         ensure_schema(conn)
         cached = conn.execute("SELECT count(*) FROM embedding_cache WHERE content_hash = ANY(%s)", (hashes,)).fetchone()[0]
     assert cached == len(set(hashes)) > 2
-    # Each run's process opened the embedded server, which widens the folders above its data:
-    # the home is still closed to listing.
+    # Each run's process opened the embedded server (the library it comes from would widen the
+    # folders above its data): the home is still closed to listing.
     assert settings.home.stat().st_mode & 0o044 == 0
 
 

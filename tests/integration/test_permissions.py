@@ -151,8 +151,8 @@ def test_the_reader_sees_no_source_list_and_other_users_no_stored_text(reader, s
 
 
 def test_opening_the_embedded_server_leaves_the_home_closed(settings):
-    # The server's start makes every folder above its data listable (for its own system user);
-    # each new process that opens it would undo the home's closing.
+    # The library the server comes from makes every folder above its data listable (for its own
+    # system user); lectio stops it, or each new process that opens it would undo the home's closing.
     secure_home(settings)
     open_database(settings.home)
     assert settings.home.stat().st_mode & 0o777 == 0o711

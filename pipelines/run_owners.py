@@ -1,0 +1,82 @@
+"""Runs that a process executes itself (`lectio run`, `lectio migrate`) carry that process's
+identity, and the `fail_orphaned_runs` sensor fails those whose process is gone.
+
+Dagster's run monitoring (dagster.yaml) asks the run launcher whether a run's worker still lives:
+the default launcher cannot tell, and a run executed in process was never launched at all. A
+`lectio run` killed with -9 therefore left its run STARTED until max_runtime_seconds (4 h): it
+held a slot of max_concurrent_runs (and, for an index build, the one `lectio/stage: index` slot),
+so every run from the UI, a schedule or a sensor waited QUEUED behind it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import lru_cache
+
+import psutil
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster._core.events import JobFailureData, RunFailureReason
+
+OWNER_MACHINE_TAG = "lectio/owner_machine"
+OWNER_PID_TAG = "lectio/owner_pid"
+OWNER_STARTED_TAG = "lectio/owner_started"  # the process's start time (epoch seconds)
+# Two start times of one process, as psutil reads them at different moments, differ by rounding
+# only; a new process that reused the pid started later than its run did.
+SAME_START_SECONDS = 1.0
+
+
+@lru_cache(maxsize=1)
+def this_machine() -> str:
+    """This host and PID namespace: a pid names the same process only to a process that shares
+    both (a container has its own, and may share a hostname)."""
+    host = socket.gethostname()
+    try:
+        return f"{host} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:  # no procfs (macOS): the hostname alone
+        return host
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming this process, for a run it executes itself."""
+    me = psutil.Process()
+    return {OWNER_MACHINE_TAG: this_machine(), OWNER_PID_TAG: str(me.pid), OWNER_STARTED_TAG: f"{me.create_time():.2f}"}
+
+
+def owner_gone(run: DagsterRun) -> str | None:
+    """Why the process that executed `run` is known to be gone, or None: it still runs, or it is
+    not one this process can see (no owner tags: the daemon launched the run; another machine or
+    container), which Dagster's own monitoring is left to."""
+    tags = run.tags
+    if tags.get(OWNER_MACHINE_TAG) != this_machine():
+        return None
+    pid, started = int(tags[OWNER_PID_TAG]), float(tags[OWNER_STARTED_TAG])
+    try:
+        process = psutil.Process(pid)
+        if abs(process.create_time() - started) < SAME_START_SECONDS and process.status() != psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.NoSuchProcess:
+        pass
+    return f"process {pid}, which executed it, ended (killed or crashed) before the run did"
+
+
+def fail_orphaned_runs(instance: DagsterInstance) -> list[str]:
+    """Mark failed every STARTED run whose executing process is gone; one message per run failed."""
+    failed = []
+    for record in instance.get_run_records(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+        run = record.dagster_run
+        reason = owner_gone(run)
+        if reason is None:
+            continue
+        run = instance.get_run_by_id(run.run_id)  # it may have ended since it was listed
+        if run is None or run.status != DagsterRunStatus.STARTED:
+            continue
+        message = f"run {run.run_id} of {_job(run)} marked failed: {reason}; run it again"
+        instance.report_run_failed(run, message, JobFailureData(error=None, failure_reason=RunFailureReason.UNEXPECTED_TERMINATION))
+        failed.append(message)
+    return failed
+
+
+def _job(run: DagsterRun) -> str:
+    partition = run.tags.get("dagster/partition")
+    return f"{run.job_name} (source {partition})" if partition else run.job_name
