@@ -143,6 +143,8 @@ def _named(entry: Any, position: int) -> dict[str, Any]:
 
 # An id names a Dagster partition, a database key and a storage folder: `x/a` would make a folder
 # inside x's, and `..`, a leading dot or dash, spaces or a ':' are unsafe or ambiguous as file names.
+# It also starts its chunks' ids, up to a '/' (lectio.rulesets.chunk.source_chunk_id): an id with
+# a '/' could make another source's chunk ids.
 SOURCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 

@@ -42,19 +42,27 @@ def build_index(
     chunk's ACL is checked against its source's). A source that fails one is treated as a
     failed source rather than failing the whole build: its chunks stay out of the version, and
     the rule above keeps the live index as it is, so one bad source neither stops the others
-    from being indexed as a candidate nor reaches users.
+    from being indexed as a candidate nor reaches users. So does a source that makes a chunk id
+    a source listed before it makes (see _colliding_sources).
     """
-    replaced = _replaced_sources(chunks, expected or {})
-    if replaced:
-        chunks = chunks[~chunks["source_id"].isin(replaced)]
-        failed_sources = sorted(set(failed_sources) | set(replaced))
+    # Sources kept out of the version for a reason other than a quality check, with why.
+    kept_out = _replaced_sources(chunks, expected or {})
+    if kept_out:
+        chunks = chunks[~chunks["source_id"].isin(kept_out)]
+        failed_sources = sorted(set(failed_sources) | set(kept_out))
     rejected = admission.admit(chunks, sources) if not chunks.empty else {}
     if rejected:
         chunks = chunks[~chunks["source_id"].isin(rejected)]
         failed_sources = sorted(set(failed_sources) | set(rejected))
+    # After admission: a source kept out by its checks claims no id from a later one.
+    colliding = _colliding_sources(chunks, sources)
+    if colliding:
+        chunks = chunks[~chunks["source_id"].isin(colliding)]
+        failed_sources = sorted(set(failed_sources) | set(colliding))
+        kept_out.update(colliding)
     if chunks.empty:
         blocked = f"; blocked by quality checks: {admission.describe(rejected)}" if rejected else ""
-        blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(replaced.items()))
+        blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(kept_out.items()))
         raise ValueError(f"no chunks to index: every source failed or none is configured{blocked}")
     # Judged before anything is reused or switched: a version that shows a chunk more widely
     # than the sources file now allows (an ACL fixed or a source removed since it was built) is
@@ -70,10 +78,10 @@ def build_index(
     if judgement and (judgement.revoked or judgement.reinstated):
         reason += "; " + judgement.describe()
     rows = versions.get_version(conn, version).rows
-    if replaced:
-        reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(replaced.items()))
+    if kept_out:
+        reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(kept_out.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
-    return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **replaced})
+    return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **kept_out})
 
 
 def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool) -> tuple[bool, str]:
@@ -91,6 +99,28 @@ def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], 
         return True, "unchanged: this version was already live"
     versions.switch_live(conn, version)
     return True, f"switched live (previous: {current or 'none'})"
+
+
+def _colliding_sources(chunks: pd.DataFrame, sources: Mapping[str, Source | SourceError] | None) -> dict[str, str]:
+    """Sources that make a chunk id an earlier source already makes, with why. Ids are unique
+    within a source (lectio.rulesets.registry) and most start with their source's id, but two
+    scripture sources with one translation code, or two lexicons of one dictionary, make the same
+    ids; the later in the sources file (in id order without `sources`) fails alone, where the
+    version table's key would otherwise fail every build."""
+    order = {sid: position for position, sid in enumerate(sources or {})}
+    owner: dict[str, str] = {}  # chunk id → the source whose chunk it is
+    colliding = {}
+    ids_by_source = chunks.groupby("source_id", sort=False)["chunk_id"]
+    for sid in sorted(ids_by_source.groups, key=lambda s: (order.get(s, len(order)), s)):
+        ids = ids_by_source.get_group(sid).tolist()
+        taken = next((i for i in ids if i in owner), None)
+        if taken is None:
+            owner.update(dict.fromkeys(ids, sid))
+        else:
+            colliding[sid] = (f"chunk id {taken!r} is also made by source {owner[taken]!r}, listed before it: "
+                              "two sources cannot index the same chunks (a scripture source needs a translation "
+                              "code of its own)")
+    return colliding
 
 
 def _replaced_sources(chunks: pd.DataFrame, expected: Mapping[str, str]) -> dict[str, str]:

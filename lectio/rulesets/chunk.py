@@ -24,6 +24,16 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Joins a source's id to the id its ruleset gives a chunk within the source. No source id holds
+# it (lectio.sources.SOURCE_ID), so whatever a ruleset appends, two sources never make one id.
+ID_SEPARATOR = "/"
+
+
+def source_chunk_id(source, *parts: object) -> str:
+    """`<source id>/<part>/…`: a chunk id that no other source can make."""
+    return ID_SEPARATOR.join([source.id, *map(str, parts)])
+
+
 def ruleset_version(name: str, rules: dict[str, Any]) -> str:
     """A version derived from the rules themselves: change a rule and the version changes."""
     digest = hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:10]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lectio.bible.books import book_by_id, book_by_osis
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.readers.corpus import CorpusError, ensure_sword_module
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts
@@ -74,7 +74,8 @@ RULES = {
     "text": "MHCC 'ver. #(18)' → 'ver. 18'; a Scofield headword line joins its gloss; a list joins "
     "the sentence that introduces it; merged MHCC comments keep their 'Verse N.' heading",
     "dropped": "web-edition navigation: Scofield 'Read first chapter of …', TDavid 'Psalms 119:2*'",
-    "revision": 1,
+    "chunk_ids": "<source id>/<book>_<chapter>_<first verse>[_<last verse>]_<piece>",
+    "revision": 2,
 }
 RULESET = ruleset_version("commentary", RULES)
 
@@ -161,7 +162,7 @@ def _entry_id(source: Source, entry: RawEntry) -> str:
     span = f"{entry.first_verse}"
     if entry.last_verse != entry.first_verse:
         span += f"_{entry.last_verse}"
-    return f"{source.id}_{book}_{entry.chapter}_{span}"
+    return source_chunk_id(source, f"{book}_{entry.chapter}_{span}")
 
 
 def _skip_reason(facts: CommentaryModule, entry: RawEntry, previous: RawEntry | None) -> str | None:

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from lectio.rulesets import documents
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.rulesets.patristic import fit_paragraphs
 from lectio.bible.verses import cited_verse_ids, verse_ids
@@ -92,7 +92,8 @@ RULES = {
     "max_tokens": MAX_TEXT_TOKENS,  # header included
     "header": "[author, work | passage | register]",
     "overlap": "none: an overlapping sentence would carry its register into the next chunk",
-    "revision": 1,
+    "chunk_ids": "<source id>/<passage>_<piece>",
+    "revision": 2,
 }
 RULESET = ruleset_version("modern", RULES)
 
@@ -393,7 +394,7 @@ def chunk(source: Source, commentary: Commentary) -> list[Chunk]:
                 Chunk.for_source(
                     source,
                     RULESET,
-                    chunk_id=f"{source.id}_{passage.key}_{k:02d}",
+                    chunk_id=source_chunk_id(source, f"{passage.key}_{k:02d}"),
                     granularity="register",
                     text=text,
                     tokens=tokens,

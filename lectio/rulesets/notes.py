@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts, read_text_file, unstorable
 from lectio.bible.verses import verse_ids
@@ -39,7 +39,8 @@ RULES = {
     "header_in_text": False,
     "refs": "the note's ref (a one-chapter range expanded to its verses); refs in the text go to metadata",
     "overlong_words": "a word past the tokenizer's 100 characters is cut every 50 by a space",
-    "revision": 1,
+    "chunk_ids": "<source id>/<note id>/<piece>",
+    "revision": 2,
 }
 RULESET = ruleset_version("notes", RULES)
 
@@ -175,7 +176,7 @@ def chunk(source: Source, notes: list[Note]) -> list[Chunk]:
                 Chunk.for_source(
                     source,
                     RULESET,
-                    chunk_id=f"{source.id}_{note.id}_{n}",
+                    chunk_id=source_chunk_id(source, note.id, n),
                     granularity="note",
                     text=piece,
                     tokens=tokens,

@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from lectio.rulesets import documents
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref
@@ -67,7 +67,8 @@ RULES = {
     "scripture_refs": "find_references over the body, ranges expanded to verse ids",
     "tags_from": "body without header, whole words and phrases, case-insensitive",
     "vocabulary": _file_digest(VOCABULARY),
-    "revision": 1,
+    "chunk_ids": "<source id>/<division>_<piece>",
+    "revision": 2,
 }
 RULESET = ruleset_version("patristic", RULES)
 
@@ -281,7 +282,7 @@ def chunk(source: Source, work: Work) -> list[Chunk]:
                 Chunk.for_source(
                     source,
                     RULESET,
-                    chunk_id=f"{source.id}_{division.key}_{part:02d}",
+                    chunk_id=source_chunk_id(source, f"{division.key}_{part:02d}"),
                     granularity=("chapter" if division.chapter is not None else "section") if whole else "paragraph",
                     text=text,
                     tokens=tokens,

@@ -6,6 +6,7 @@ indexed beside it so a query about a whole passage can match the passage.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -172,7 +173,7 @@ def empty_verses(structure: pd.DataFrame) -> list[str]:
 def chunk(source: Source, structure: pd.DataFrame) -> list[Chunk]:
     name, rules, version = effective_rules(source)
     verses = _records(structure[structure["text"] != ""])
-    suffix = (source.translation or source.id).lower()
+    suffix = translation_code(source)
     if name == "structural":
         pericopes, parent_of, pericope_of = _pericopes(verses, source, suffix)
         specs = _verses(verses, source, suffix, parent_of, pericope_of) + pericopes + _paragraphs(verses, source, suffix, rules)
@@ -181,6 +182,24 @@ def chunk(source: Source, structure: pd.DataFrame) -> list[Chunk]:
     else:
         specs = _fixed_windows(verses, source, suffix, **{k: rules[k] for k in ("window_tokens", "overlap_tokens")})
     return _to_chunks(specs, source, version)
+
+
+# A scripture chunk id ends in its source's translation code (`rom_8_28_web`, `rom_8_28_29_web_para`),
+# so one verse keeps one id however its source is named. A code that starts with a letter and
+# holds no '_' is never read as a verse number or a part of a reference: no two codes make one
+# id. Two sources with one code make the same ids, and the index build fails the later one.
+_CODE = re.compile(r"[a-z][a-z0-9.-]*")
+
+
+def translation_code(source: Source) -> str:
+    """The code that ends the source's chunk ids: its `translation:`, else its id, lower case."""
+    given = str(source.translation or source.id)
+    code = given.lower()
+    if not _CODE.fullmatch(code):
+        field = "translation" if source.translation else "id"
+        raise SourceError(source.id, f"{field} {given!r} cannot end chunk ids: a translation code starts with a "
+                                     "letter and holds only letters, digits, '.' and '-' (set 'translation:', e.g. WEB)")
+    return code
 
 
 _VERSE_FIELDS = ["ref", "book", "book_number", "chapter", "verse", "ordinal", "text", "paragraph_start", "strongs"]

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts, read_text_file
 from lectio.rulesets.westminster import refs_of
@@ -32,7 +32,8 @@ RULES = {
     "max_tokens": MAX_TEXT_TOKENS,
     "split": "proof paragraphs, then sentences, then clauses; header and thesis on every piece",
     "refs": "find_references over thesis and proof",
-    "revision": 1,
+    "chunk_ids": "<source id>/preface or <source id>/thesis_<n>, then _p<piece> when split",
+    "revision": 2,
 }
 RULESET = ruleset_version("theses", RULES)
 
@@ -108,11 +109,11 @@ def _blocks(text: str) -> list[str]:
 def chunk(source: Source, disputation: Disputation) -> list[Chunk]:
     chunks: list[Chunk] = []
     if disputation.preface:
-        chunks += _chunks(source, f"{source.id}_preface", "preface", "Preface", "", disputation.preface, {})
+        chunks += _chunks(source, source_chunk_id(source, "preface"), "preface", "Preface", "", disputation.preface, {})
     for thesis in disputation.theses:
         chunks += _chunks(
             source,
-            f"{source.id}_thesis_{thesis.number}",
+            source_chunk_id(source, f"thesis_{thesis.number}"),
             "thesis",
             f"Thesis {thesis.number}",
             thesis.statement,

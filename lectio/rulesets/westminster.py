@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lectio.rulesets.chunk import Chunk, ruleset_version
+from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts
 from lectio.bible.refs import Ref, find_references
@@ -40,7 +40,8 @@ RULES = {
     "split_keeps": "header (with 'Part i of n') and, for a catechism, the question",
     "refs": "find_references over the original text only, never the proof texts",
     "range_refs": "every verse of a one-chapter range; start (and end) id otherwise",
-    "revision": 1,
+    "chunk_ids": "<source id>/<document>_q<n> or <source id>/<document>_<chapter>_<section>, then _p<piece> when split",
+    "revision": 2,
 }
 RULESET = ruleset_version("reformation", RULES)
 
@@ -204,7 +205,7 @@ def chunk(source: Source, units: list[Unit]) -> list[Chunk]:
         place = _place(unit)
         lead = f"Q. {unit.question}\nA. " if unit.is_qa else ""
         pieces = _pieces(f"[{unit.document_title} | {place} | Part 99 of 99]\n\n{lead}", unit.body)
-        base_id = f"{source.id}_{unit.document}_" + (
+        base_id = source_chunk_id(source, f"{unit.document}_") + (
             f"q{unit.number}" if unit.is_qa else f"{unit.chapter}_{unit.section}"
         )
         for part, piece in enumerate(pieces, start=1):

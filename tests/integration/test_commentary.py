@@ -104,7 +104,7 @@ def test_mhcc_entries_repeated_across_their_verses_are_read_once(settings):
 
 def test_mhcc_romans_8_28_31_is_one_entry_with_its_range_and_outline_title(mhcc):
     _, _, _, chunks = mhcc
-    golden = [c for c in chunks if c.metadata["entry_id"] == "mhcc_rom_8_28_31"]
+    golden = [c for c in chunks if c.metadata["entry_id"] == "mhcc/rom_8_28_31"]
     assert len(golden) >= 2  # long enough to split
     for chunk in golden:
         assert chunk.refs == ("rom_8_28", "rom_8_29", "rom_8_30", "rom_8_31")
@@ -114,7 +114,7 @@ def test_mhcc_romans_8_28_31_is_one_entry_with_its_range_and_outline_title(mhcc)
         )
     opening = "That is good for the saints which does their souls good."
     assert sum(opening in c.text for c in chunks) == 1  # not once per verse of the range
-    assert [c.chunk_id for c in golden] == [f"mhcc_rom_8_28_31_{i:04d}" for i in range(1, len(golden) + 1)]
+    assert [c.chunk_id for c in golden] == [f"mhcc/rom_8_28_31_{i:04d}" for i in range(1, len(golden) + 1)]
 
 
 def test_mhcc_chapter_outline_is_a_chapter_chunk_and_no_heading_is_lost(mhcc):
@@ -229,7 +229,7 @@ def test_scofield_notes_carry_headwords_and_cross_references(scofield):
 
 def test_scofield_note_leaked_into_next_chapter_is_skipped_and_counted(scofield):
     _, raw, parsed, chunks = scofield
-    assert ("scofield_rom_9_1", "repeats the note at Rom 8:39") in parsed.skipped
+    assert ("scofield/rom_9_1", "repeats the note at Rom 8:39") in parsed.skipped
     assert not [c for c in chunks if "rom_9_1" in c.refs]
     assert len(parsed.units) + len(parsed.skipped) == raw.units  # one unit per note read
 

@@ -135,7 +135,7 @@ def test_sizes_ids_acl_and_nothing_dropped(chunks):
     assert max(c.tokens for c in chunks) <= MAX_TEXT_TOKENS
     assert min(count_tokens([body(c) for c in chunks])) >= modern.MIN_GROUP_TOKENS
     ids = [c.chunk_id for c in chunks]
-    assert len(set(ids)) == len(ids) and ids[0] == "carrow-romans_rom_3_21_26_01"
+    assert len(set(ids)) == len(ids) and ids[0] == "carrow-romans/rom_3_21_26_01"
     assert [c.chunk_id for c in run(load_source(SOURCES, "carrow-romans"))] == ids
     for chunk in chunks:
         assert chunk.kind == "modern" and chunk.acl == ("public",) and chunk.ruleset == modern.RULESET
@@ -190,7 +190,7 @@ def test_plain_text_passage_lines_and_an_introduction(tmp_path):
     intro, passage = run(scratch(tmp_path, text, fmt="text"))
     assert intro.metadata["passage"] == "Introduction" and intro.refs == () and intro.ordinal is None
     assert passage.metadata["passage"] == "Romans 8:28-30" and passage.refs == ROMANS_8
-    assert passage.chunk_id == "scratch_rom_8_28_30_01"
+    assert passage.chunk_id == "scratch/rom_8_28_30_01"
 
 
 @pytest.mark.parametrize(

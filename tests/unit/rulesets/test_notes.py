@@ -49,7 +49,7 @@ def test_every_note_is_chunked_private_to_its_user(alice):
     assert set(by_note) == set(texts)  # count in = count out
     assert all(c.acl == ("user:alice",) and c.kind == "notes" and c.granularity == "note" for c in chunks)
     assert all(c.tokens <= MAX_TEXT_TOKENS and c.tokens == size(c.text) for c in chunks)
-    assert [c.chunk_id for c in by_note["n5"]] == [f"notes-alice_n5_{n}" for n in range(1, len(by_note["n5"]) + 1)]
+    assert [c.chunk_id for c in by_note["n5"]] == [f"notes-alice/n5/{n}" for n in range(1, len(by_note["n5"]) + 1)]
     assert [c.chunk_id for c in run(notes_source())] == [c.chunk_id for c in chunks]  # stable
 
 

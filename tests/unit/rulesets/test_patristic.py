@@ -181,7 +181,7 @@ def test_whole_short_chapter_is_one_chapter_chunk(homily):
 def test_ids_are_unique_and_stable(treatise, tmp_path):
     ids = [c.chunk_id for c in treatise]
     assert len(set(ids)) == len(ids)
-    assert ids[0] == "severinus-grace_b1_c1_01"
+    assert ids[0] == "severinus-grace/b1_c1_01"
     assert [c.chunk_id for c in run(load_source(SOURCES, "severinus-grace"))] == ids
     # Rewriting Book II leaves every Book I chunk, id and text, as it was.
     text = (FIXTURES / "on_grace_and_the_will.md").read_text(encoding="utf-8")
@@ -203,7 +203,7 @@ def test_roman_numbers_titles_and_plain_text_division_lines(tmp_path):
     markdown = "# The Work\n\n# Book XIV\n\n## Chapter XXVIII — Of two cities\n\nTwo loves made two cities.\n"
     (chunk,) = run(scratch(tmp_path, markdown, title=None))
     assert chunk.text == "[Anonymous, The Work | Book 14, Chapter 28: Of two cities]\nTwo loves made two cities."
-    assert chunk.chunk_id == "scratch_b14_c28_01" and chunk.acl == ("group:staff",)
+    assert chunk.chunk_id == "scratch/b14_c28_01" and chunk.acl == ("group:staff",)
     text = "BOOK III\n\nCHAPTER 2\n\nA line.\nCHAPTER 3 is only mentioned here.\n\nPREFACE\n\nMore.\n"
     (chunk,) = run(scratch(tmp_path, text, fmt="text"))
     # A division line is a paragraph of its own, with its keyword in capitals.

@@ -44,7 +44,7 @@ def standards():
 
 
 def by_id(chunks, suffix):
-    found = [c for c in chunks if c.chunk_id == f"westminster_{suffix}"]
+    found = [c for c in chunks if c.chunk_id == f"westminster/{suffix}"]
     assert len(found) == 1, suffix
     return found[0]
 
@@ -92,7 +92,7 @@ def test_shorter_catechism_q1_is_one_chunk_with_question_and_answer(standards):
         "Q. What is the chief end of man?\n"
         "A. Man's chief end is to glorify God, and to enjoy him forever."
     )
-    assert q1[0].granularity == "qa" and q1[0].chunk_id == "westminster_wsc_q1"
+    assert q1[0].granularity == "qa" and q1[0].chunk_id == "westminster/wsc_q1"
     # Its proof texts (Ps. 86:9, Rom. 11:36, …) are a later edition's selection, not its refs.
     assert q1[0].refs == () and q1[0].ordinal is None
 
@@ -105,7 +105,7 @@ def test_no_chunk_exceeds_the_model_limit(standards):
 
 def test_a_long_answer_splits_at_clauses_keeping_header_and_question(standards):
     question = "What are the sins forbidden in the ninth commandment?"
-    pieces = [c for c in standards[2] if c.chunk_id.startswith("westminster_wlc_q145_")]
+    pieces = [c for c in standards[2] if c.chunk_id.startswith("westminster/wlc_q145_")]
     assert len(pieces) >= 2
     answer = next(
         e["answer"] for e in json.loads(STANDARDS.read_text())["documents"][1]["entries"] if e["ref"] == "145"
@@ -208,7 +208,7 @@ def test_each_thesis_is_one_chunk_with_header_thesis_and_proof():
     chunks = thesis_chunks(disputation(FIXTURES / "lamp_disputation.txt"))
     numbered = [c for c in chunks if c.granularity == "thesis"]
     assert [c.metadata["thesis_number"] for c in numbered] == list(range(1, 13))
-    assert [c.chunk_id for c in numbered] == [f"lamp_thesis_{n}" for n in range(1, 13)]
+    assert [c.chunk_id for c in numbered] == [f"lamp/thesis_{n}" for n in range(1, 13)]
     seventh = numbered[6]
     assert seventh.text.startswith(
         f"[{WORK} | {AUTHOR} | Thesis 7]\n\n"
