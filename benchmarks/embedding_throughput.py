@@ -69,7 +69,7 @@ def main() -> None:
     model.encode(texts[:64])  # warm up both paths' kernels
     bare = bare_model(model, texts)
     # int8 moves vectors too far to be used unless chosen; a baseline lectio may not use is no bar.
-    usable = [name for name in bare if name != "int8" or numerics.precision() == "int8"]
+    usable = [name for name in bare if name != "int8" or numerics.requested() == "int8"]
     best = min(usable, key=lambda name: bare[name]["seconds"])
     windows = [w for text, n in zip(texts, count_tokens(texts))
                for w in ([text] if n <= MAX_TEXT_TOKENS else split_into_windows(text))]
@@ -132,7 +132,7 @@ def main() -> None:
         "cpu": f"{numerics.cpu_model()}, {onnx_runtime.cores()} cores",
         "chunks": n,
         "over_model_limit": long,
-        "precision": numerics.precision(),
+        "precision": configured_model().precision,
         "backend": configured.backend,
         "model_id": configured.id,
         "bare_model": {name: {"chunks_per_s": round(n / r["seconds"], 1), "cosine_to_fp32": r["cosine"]}

@@ -82,10 +82,11 @@ def own_home(prefix: str, write_sources: Callable[..., str] | None = None, files
         for key in ("DAGSTER_HOME", "LECTIO_DAGSTER_URL", "DATABASE_URL"):
             patch.delenv(key, raising=False)
         patch.setenv("LECTIO_HOME", str(path))
-        # Unset, each home measures which embedding backend is faster and a process keeps the first
+        # Unset, each home measures which embedding runtime is faster and a process keeps the first
         # answer it got: on a loaded machine two homes can measure differently, and a session's
         # vectors would then carry two model ids. The tests of that measurement set it themselves.
         patch.setenv("LECTIO_EMBED_BACKEND", os.environ.get("LECTIO_EMBED_BACKEND") or "onnx")
+        patch.setenv("LECTIO_EMBED_PRECISION", os.environ.get("LECTIO_EMBED_PRECISION") or "fp32")
         patch.setenv("LECTIO_CORPUS_DIR", os.environ.get("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus")))
         if sources_file is None:
             sources_file = folder / "base.yaml"

@@ -1,23 +1,39 @@
-"""Which runtime runs the model: torch (PyTorch eager, through sentence-transformers) or onnx
-(ONNX Runtime over an export of the same weights, lectio.embedding.onnx_runtime).
+"""Which runtime and numerics run the model: torch (PyTorch eager, through sentence-transformers)
+in fp32 or bf16 autocast, or onnx (ONNX Runtime over an export of the same weights,
+lectio.embedding.onnx_runtime) in fp32.
 
 A caller may name the backend (the Dagster EmbedderResource's `backend`); otherwise
-LECTIO_EMBED_BACKEND=torch|onnx chooses. Unset, the machine chooses, by measurement: the first
-time a home needs the model id, both backends embed the same 32 probe texts (a query's length to a
-chunk's) on every core, in turn, three times; ONNX is chosen when its vectors are those of torch
-(min cosine >= 0.99999, max |Δ| <= 1e-4) and it is not slower than torch by more than a tenth
-(within a busy machine's noise it wins the tie, since it also spares a process the torch import).
-The outcome is recorded beside the export, in the home's model cache (backend.json, with what was
-measured), and every later start reads it rather than measuring again: the backend is part of
-the model id, so a choice that flipped with a shared machine's noise would re-embed every source.
-It is measured again only when the machine is another (CPU model, cores, onnxruntime or torch
-release), or when the file is deleted. torch stays the backend where onnxruntime is not
-installed, for bf16 (torch autocast), and wherever ONNX Runtime measures slower.
+LECTIO_EMBED_BACKEND=torch|onnx and LECTIO_EMBED_PRECISION=fp32|bf16|int8 choose. What they leave
+open the machine chooses, by measurement (lectio.embedding.measurement): the candidates are the
+runtimes this CPU runs natively (bf16 only with avx512_bf16 or amx_bf16; int8 only when asked,
+its vectors are too far from fp32's), each embeds a few hundred real texts of the corpus's
+length mix in rounds whose order turns round, and each is compared with torch fp32:
+
+- *interchangeable* (min cosine >= 0.99999, max |Δ| <= 1e-4: ONNX fp32): the same vectors, so
+  one may embed the queries of a version the other built;
+- *retrieval-close* (min cosine >= CLOSE_COSINE and each text's ten nearest texts the same set
+  for at least CLOSE_NEIGHBOURS of them: bf16 autocast): its vectors carry a model id of their own
+  (a version built with them is judged by the migration gate like any other), and its queries
+  may be embedded by an interchangeable fp32 runtime;
+- anything else is not a candidate.
+
+Ingest takes the fastest candidate by median seconds; a candidate within TIE of the fastest that
+reproduces fp32 (ONNX, then torch) wins the tie. Queries take the fastest runtime allowed for the
+version (median of single-query latencies), ONNX on a tie, since it also spares the process the
+torch import. Where the rounds spread more than a quiet machine's (measurement.QUIET_SPREAD), a
+faster candidate is chosen only if it was faster in every round; otherwise fp32 stays, and the
+record says the machine was not quiet (`lectio model measure` measures again).
+
+The outcome and its evidence are recorded in the home's model cache (backend.json) and read by
+every later start: the runtime and numerics are part of the model id, so a choice that flipped
+with a shared machine's noise would re-embed every source. It is measured again only on another
+machine (CPU model, cores, onnxruntime or torch release), when the file is deleted, or by
+`lectio model measure`, which reports the new choice; a home keeps its index's model until
+`lectio migrate` builds the new one beside it.
 
 The backend is part of the model id (`…+onnx`; torch adds nothing, so the ids made before this
 backend existed keep naming torch's vectors), hence of the embedding cache key, of every source's
-fingerprint and of the model an index version records: a change of backend re-embeds into a new
-version that `lectio migrate` builds and the gate judges, never a silent mix of the two.
+fingerprint and of the model an index version records.
 """
 
 from __future__ import annotations
@@ -25,20 +41,31 @@ from __future__ import annotations
 import json
 import logging
 import os
+import statistics
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from lectio.embedding import numerics, onnx_runtime, torch_runtime
+import numpy as np
+
+from lectio.embedding import measurement, numerics, onnx_runtime, torch_runtime
 
 BACKENDS = ("torch", "onnx")
 DEFAULT = "torch"  # what a model id without a backend part names
 # The precisions each backend runs: bf16 is torch's autocast; ONNX Runtime's int8 is its own
 # dynamic quantizer (lectio.embedding.onnx_runtime).
 PRECISIONS = {"torch": ("fp32", "bf16", "int8"), "onnx": ("fp32", "int8")}
+# The candidates a machine measures, in order of preference on a tie: those that reproduce torch
+# fp32 first, the one that needs no torch import first of them.
+ORDER = (("onnx", "fp32"), ("torch", "fp32"), ("torch", "bf16"))
+REFERENCE = ("torch", "fp32")
 CHOICE_FILE = "backend.json"
-TIE = 1.1  # onnx is kept unless torch measured this much faster
-ROUNDS = 3
+TIE = 1.1  # a preferred candidate is kept unless another measured this much faster
+# Retrieval-close to fp32: bf16 autocast measured min cosine 0.99997 and the same ten nearest
+# texts for 97 % of 256 texts (Intel Xeon with AMX, 2026-12-05); int8 (cosine 0.93) is far off.
+CLOSE_COSINE = 0.9999
+CLOSE_NEIGHBOURS = 0.95
+NEIGHBOURS = 10
 
 log = logging.getLogger(__name__)
 
@@ -64,33 +91,59 @@ def check(backend: str, precision: str) -> None:
                          f"(it runs {', '.join(PRECISIONS[backend])}; set LECTIO_EMBED_BACKEND=torch for {precision})")
 
 
+def key(runtime: tuple[str, str]) -> str:
+    return "/".join(runtime)
+
+
+def candidates(backend: str | None, precision: str | None, flags: set[str] | None = None) -> list[tuple[str, str]]:
+    """The runtimes left open by what was asked: native to this CPU, installed, in ORDER."""
+    if backend == "onnx":
+        onnx_runtime.require()
+    if backend and precision:
+        check(backend, precision)
+        return [(backend, precision)]
+    native = numerics.offered(numerics.cpu_flags() if flags is None else flags)
+    pool = [(b, p) for b, p in ORDER if backend in (None, b) and (p == precision or (precision is None and p in native))
+            and (b != "onnx" or onnx_runtime.available())]
+    if not pool:  # int8, or a precision no candidate runs: as asked, on torch unless told
+        pool = [(backend or DEFAULT, precision or numerics.DEFAULT)]
+        check(*pool[0])
+    return pool
+
+
 @lru_cache(maxsize=4)
-def backend(name: str, release: str, precision: str, given: str | None = None) -> str:
-    """The backend new embeddings are made with: `given`, else LECTIO_EMBED_BACKEND, else this
-    machine's measurement; logged once per process."""
-    chosen, why = checked(given), "the caller's"
-    if chosen is None:
-        chosen, why = requested(), "LECTIO_EMBED_BACKEND"
-    if chosen is not None:
-        check(chosen, precision)
-        if chosen == "onnx":
-            onnx_runtime.require()
-        log.info("embedding backend %s (%s)", chosen, why)
+def choose(name: str, release: str, given: str | None = None) -> tuple[str, str]:
+    """The (backend, precision) new embeddings are made with: what the caller, LECTIO_EMBED_BACKEND
+    and LECTIO_EMBED_PRECISION fix, the rest by this machine's measurement; logged once per process."""
+    pool = candidates(checked(given) or requested(), numerics.requested())
+    if len(pool) == 1:
+        log.info("embedding runtime %s (as set)", key(pool[0]))
+        return pool[0]
+    record = measured(name, release, pool)
+    chosen = pick(record, pool)
+    log.info("embedding runtime %s, measured on this machine (%s, %s cores; %s): %s; queries on %s. "
+             "LECTIO_EMBED_BACKEND / LECTIO_EMBED_PRECISION override, `lectio model measure` measures again",
+             key(chosen), record["machine"]["cpu"], record["machine"]["cores"],
+             "quiet" if record.get("quiet", True) else "not quiet: fp32 kept unless faster in every round",
+             _summary(record), key(query_runtime_of(record) or chosen))
+    return chosen
+
+
+def _summary(record: dict) -> str:
+    found = record.get("candidates") or {}
+    return ", ".join(f"{k} {v['texts_per_second']:.0f} texts/s" for k, v in found.items() if v.get("texts_per_second")) \
+        or "an earlier measurement"
+
+
+def pick(record: dict, pool: list[tuple[str, str]]) -> tuple[str, str]:
+    """The recorded choice where it is open; else the best measured candidate of the pool."""
+    chosen = (record["backend"], record.get("precision", numerics.DEFAULT))
+    if chosen in pool:
         return chosen
-    if precision not in PRECISIONS["onnx"]:
-        log.info("embedding backend torch: %s runs on torch only", precision)
-        return "torch"
-    if not onnx_runtime.available():
-        log.info("embedding backend torch: onnxruntime is not installed")
-        return "torch"
-    record = measured(name, release)
-    speed = record.get("speedup")
-    log.info("embedding backend %s, measured on this machine (%s, %s cores): onnx %s× torch fp32 on the probe batch, "
-             "min cosine to torch %s%s; LECTIO_EMBED_BACKEND=torch|onnx overrides, deleting %s measures again",
-             record["backend"], record["machine"]["cpu"], record["machine"]["cores"],
-             "?" if speed is None else f"{speed:.2f}", record.get("equivalence", {}).get("min_cosine", "?"),
-             f" ({record['reason']})" if record.get("reason") else "", record.get("file", CHOICE_FILE))
-    return record["backend"]
+    measured_here = {k: v for k, v in (record.get("candidates") or {}).items() if tuple(k.split("/")) in pool}
+    if not measured_here:
+        return pool[0]
+    return decide(measured_here, record.get("quiet", True))["ingest"]
 
 
 def machine() -> dict:
@@ -99,26 +152,40 @@ def machine() -> dict:
             "onnxruntime": onnx_runtime.runtime_version(), "torch": onnx_runtime._version("torch")}
 
 
-def measured(name: str, release: str, home: Path | None = None) -> dict:
-    """The recorded choice of this home for this machine, measured (and recorded) first if none."""
+def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None, home: Path | None = None,
+             again: bool = False, sample: int = measurement.TEXTS) -> dict:
+    """The recorded measurement of this home for this machine, measured (and recorded) first if
+    there is none that covers `pool` (all of ORDER when None), or if `again`."""
+    pool = pool or candidates(None, None)
     folder = onnx_runtime.model_dir(name, release, home)
     path = folder / CHOICE_FILE
     here = machine()
+
+    def usable(found):
+        return found is not None and found.get("machine") == here and not again and _covers(found, pool)
+
     record = _read(path)
-    if record is not None and record.get("machine") == here:
+    if usable(record):
         return record | {"file": str(path)}
     try:
         with onnx_runtime._locked(folder, ".choice.lock"):
             record = _read(path)
-            if record is None or record.get("machine") != here:
-                record = measure(name, release, home) | {"machine": here}
+            if not usable(record):
+                record = measure(name, release, pool, home, sample) | {"machine": here}
                 work = path.with_name(f".{CHOICE_FILE}.{os.getpid()}")
                 work.write_text(json.dumps(record, indent=2) + "\n")
                 os.replace(work, path)
     except OSError as exc:  # a home that cannot be written: measured, not recorded
-        log.warning("cannot record the embedding backend's measurement in %s: %s", folder, exc)
-        record = measure(name, release, home) | {"machine": here}
+        log.warning("cannot record the embedding runtime's measurement in %s: %s", folder, exc)
+        record = measure(name, release, pool, home, sample) | {"machine": here}
     return record | {"file": str(path)}
+
+
+def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
+    """A record answers for a pool that holds its choice (a home keeps its index's model) or
+    whose every candidate it measured."""
+    chosen = (record["backend"], record.get("precision", numerics.DEFAULT))
+    return chosen in pool or all(key(c) in (record.get("candidates") or {}) for c in pool)
 
 
 def _read(path: Path) -> dict | None:
@@ -129,34 +196,122 @@ def _read(path: Path) -> dict | None:
     return record if isinstance(record, dict) and record.get("backend") in BACKENDS else None
 
 
-def measure(name: str, release: str, home: Path | None = None) -> dict:
-    """Both backends on the probe texts: their vectors compared, their seconds taken in turn."""
+def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | None = None,
+            sample: int = measurement.TEXTS) -> dict:
+    """Every candidate on `sample` measurement texts: its vectors compared with torch fp32's, its
+    seconds taken in rounds, its single-query latency; and the decision."""
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    try:
-        onnx = onnx_runtime.OnnxModel(onnx_runtime.ensure_export(name, release, "fp32", home), name=name)
-    except Exception as exc:  # noqa: BLE001 - whatever stops the export leaves torch the backend
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        log.warning("embedding backend torch: the ONNX export failed: %s", reason)
-        return {"backend": "torch", "reason": f"the ONNX export failed: {reason}", "measured_at": started}
-    probes = onnx_runtime.probe_texts()
-    run = {"torch": lambda: torch_runtime.vectors(name, probes), "onnx": lambda: onnx.encode(probes, kind="batch")}
-    vectors = {b: f() for b, f in run.items()}  # also the warm-up of each
-    seconds: dict[str, list[float]] = {b: [] for b in run}
-    for round_ in range(ROUNDS):
-        for b in (BACKENDS if round_ % 2 == 0 else BACKENDS[::-1]):
-            t0 = time.perf_counter()
-            run[b]()
-            seconds[b].append(round(time.perf_counter() - t0, 4))
-    same = onnx_runtime.equivalence(vectors["onnx"], vectors["torch"])
-    speedup = min(seconds["torch"]) / min(seconds["onnx"])
-    return decide(same, speedup) | {"speedup": round(speedup, 3), "seconds": seconds, "equivalence": same,
-                                    "texts": len(probes), "measured_at": started}
+    texts, queries = measurement.texts(sample), measurement.queries()
+    reference = torch_runtime.vectors(name, texts)
+    runners, found = {}, {}
+    for runtime in pool:
+        try:
+            runners[key(runtime)] = _runner(name, release, runtime, home)
+        except Exception as exc:  # noqa: BLE001 - whatever stops a runtime leaves the others
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            log.warning("embedding runtime %s cannot run here: %s", key(runtime), reason)
+            found[key(runtime)] = {"reason": reason}
+            continue
+        found[key(runtime)] = {"equivalence": relation(runners[key(runtime)][0](texts), reference)}
+    timed = {k: run for k, (run, _) in runners.items() if found[k]["equivalence"]["relation"] != "apart"}
+    seconds, quiet = measurement.rounds({k: (lambda run=run: run(texts)) for k, run in timed.items()})
+    for k, times in seconds.items():
+        found[k] |= {"seconds": times, "texts_per_second": round(len(texts) / statistics.median(times), 1),
+                     "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
+    return decide(found, quiet) | {"candidates": found, "quiet": quiet, "texts": len(texts),
+                                   "measured_at": started}
 
 
-def decide(equivalence: dict, speedup: float) -> dict:
-    """onnx where its vectors are torch's and it is not slower by more than the tie's tenth."""
-    if not equivalence["equivalent"]:
-        return {"backend": "torch", "reason": "the ONNX vectors are not torch's"}
-    if speedup * TIE < 1:
-        return {"backend": "torch", "reason": "ONNX Runtime measured slower"}
-    return {"backend": "onnx"}
+def _runner(name: str, release: str, runtime: tuple[str, str], home: Path | None):
+    """(embed a batch, embed one query) for a runtime."""
+    backend, precision = runtime
+    if backend == "onnx":
+        model = onnx_runtime.OnnxModel(onnx_runtime.ensure_export(name, release, precision, home), name=name)
+        return (lambda texts: model.encode(texts, kind="batch")), (lambda query: model.encode([query], kind="query"))
+    return ((lambda texts: torch_runtime.vectors(name, texts, 64, precision)),
+            (lambda query: torch_runtime.vectors(name, [query], 1, precision)))
+
+
+def _latency(embed_one, queries: list[str]) -> dict:
+    embed_one(queries[0])
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        embed_one(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return {"p50": round(float(np.percentile(times, 50)), 2), "p95": round(float(np.percentile(times, 95)), 2)}
+
+
+def relation(vectors: np.ndarray, reference: np.ndarray) -> dict:
+    """How close a runtime's vectors are to torch fp32's, for retrieval: interchangeable, close
+    or apart (see the module's notes), with what was measured."""
+    found = onnx_runtime.equivalence(vectors, reference)
+    mine, theirs = vectors @ vectors.T, reference @ reference.T
+    top = NEIGHBOURS + 1  # each text is its own nearest
+    same = np.mean([set(np.argsort(-mine[i])[:top]) == set(np.argsort(-theirs[i])[:top]) for i in range(len(vectors))])
+    found["same_neighbours"] = round(float(same), 4)
+    if found["equivalent"]:
+        found["relation"] = "interchangeable"
+    elif found["min_cosine"] >= CLOSE_COSINE and same >= CLOSE_NEIGHBOURS:
+        found["relation"] = "close"
+    else:
+        found["relation"] = "apart"
+    return found
+
+
+def decide(found: dict, quiet: bool) -> dict:
+    """The ingest runtime (fastest by median seconds; a preferred one within TIE wins; on a
+    machine that was not quiet, a faster one only if faster in every round) and the queries'
+    (fastest median latency among those interchangeable with fp32, ONNX within TIE)."""
+    timed = [c for c in ORDER if "seconds" in found.get(key(c), {})]
+    if not timed:
+        return {"backend": DEFAULT, "precision": numerics.DEFAULT, "ingest": REFERENCE, "reason": "nothing could be measured"}
+    median = {c: statistics.median(found[key(c)]["seconds"]) for c in timed}
+    best = min(median.values())
+    chosen = next(c for c in timed if median[c] <= best * TIE)
+    exact = [c for c in timed if found[key(c)]["equivalence"]["relation"] == "interchangeable"]
+    if not quiet and exact and chosen not in exact and not _faster_every_round(found, chosen, exact[0]):
+        chosen = exact[0]
+    fast_queries = [c for c in exact if "query_ms" in found[key(c)]]
+    query = None
+    if fast_queries:
+        quickest = min(found[key(c)]["query_ms"]["p50"] for c in fast_queries)
+        query = next(c for c in fast_queries if found[key(c)]["query_ms"]["p50"] <= quickest * TIE)
+    return {"backend": chosen[0], "precision": chosen[1], "ingest": chosen,
+            "query": {"backend": query[0], "precision": query[1]} if query else None}
+
+
+def _faster_every_round(found: dict, one: tuple[str, str], other: tuple[str, str]) -> bool:
+    return all(a < b for a, b in zip(found[key(one)]["seconds"], found[key(other)]["seconds"]))
+
+
+def query_runtime_of(record: dict | None) -> tuple[str, str] | None:
+    """The runtime a record says queries run fastest on, where it is interchangeable with fp32."""
+    query = (record or {}).get("query")
+    if query:
+        return query["backend"], query["precision"]
+    # A record made before runtimes were measured together: ONNX where it matched torch.
+    if record and "candidates" not in record and (record.get("equivalence") or {}).get("equivalent"):
+        return "onnx", "fp32"
+    return None
+
+
+def query_runtime(name: str, release: str, version: tuple[str, str], home: Path | None = None) -> tuple[str, str]:
+    """The runtime a query of a version made by `version` is embedded on: the home's recorded
+    fastest runtime interchangeable with fp32, where the version's own vectors are fp32's or
+    recorded close to them; else the version's own. Read only, never measured here (a search
+    must not pay for a measurement)."""
+    if version[1] not in ("fp32", "bf16"):
+        return version
+    path = onnx_runtime.model_dir(name, release, home) / CHOICE_FILE
+    record = _read(path)
+    if record is None or record.get("machine") != machine():
+        return version
+    if version[1] == "bf16":
+        own = ((record.get("candidates") or {}).get(key(version)) or {}).get("equivalence") or {}
+        if own.get("relation") != "close":
+            return version
+    fast = query_runtime_of(record)
+    if fast is None or (fast[0] == "onnx" and not onnx_runtime.available()):
+        return version
+    return fast

@@ -71,14 +71,15 @@ class ModelChoice:
 
 @lru_cache(maxsize=4)
 def configured_model(backend: str | None = None) -> ModelChoice:
-    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), the numerics and the
-    backend: `backend` where the caller names one, else LECTIO_EMBED_BACKEND, else the one this
-    machine measured fastest (lectio.embedding.backends)."""
+    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), and its backend and
+    numerics: `backend` where the caller names one, else LECTIO_EMBED_BACKEND and
+    LECTIO_EMBED_PRECISION, and what they leave open as this machine measured fastest among the
+    runtimes close enough to fp32 (lectio.embedding.backends)."""
     name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
     if name not in PACKAGED_MODELS:
         raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
-    precision = numerics.precision()
-    return ModelChoice(name, precision, backends.backend(name, release_of(name), precision, backend))
+    chosen_backend, precision = backends.choose(name, release_of(name), backend)
+    return ModelChoice(name, precision, chosen_backend)
 
 
 def model_id() -> str:
@@ -196,9 +197,23 @@ class Embedder:
             onnx_runtime.require()  # a one-line error here, not a traceback at the first text
 
     def for_model(self, model_id: str) -> Embedder:
-        """The embedder of the model that made an index version's vectors: a query must be
-        embedded as its version's chunks were."""
-        choice = ModelChoice.of_id(model_id)
+        """The embedder of the queries of an index version whose vectors `model_id` made: its own
+        model, on the fastest runtime this home recorded as giving that model's vectors
+        (lectio.embedding.backends.query_runtime: ONNX for a torch-built version where the two
+        were measured interchangeable), so a search need not import torch."""
+        return self._for(Embedder.query_choice(model_id))
+
+    @staticmethod
+    def query_choice(model_id: str) -> ModelChoice:
+        made = ModelChoice.of_id(model_id)
+        backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision))
+        return ModelChoice(made.name, precision, backend)
+
+    @classmethod
+    def for_queries_of(cls, model_id: str) -> Embedder:
+        return cls(choice=cls.query_choice(model_id))
+
+    def _for(self, choice: ModelChoice) -> Embedder:
         return self if choice == self.choice else Embedder(self.batch_size, choice)
 
     def encode(self, texts: list[str]) -> np.ndarray:

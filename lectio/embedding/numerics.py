@@ -1,13 +1,11 @@
 """Which numerics the model runs in: fp32, bf16 autocast or int8 dynamic quantization.
 
-What the CPU offers is detected (its flags) and logged, but a precision is used only where it
-was measured to keep retrieval: on the machines this was built on (Xeon, AVX-512 VNNI, flags that
-include avx512_bf16), bf16 autocast ran slower than fp32 (cosine 0.99998 to fp32), and int8
-dynamic quantization of the linear layers, though faster, moved vectors to a mean cosine of 0.93
-from fp32's: too far for a retrieval index. So fp32 is the default everywhere, and
-LECTIO_EMBED_PRECISION=bf16|int8 chooses another for a machine where it measures better
-(benchmarks/embedding_throughput.py). The precision is part of the embedding cache key, so
-vectors of different numerics never meet in one index version.
+What the CPU offers is read from its flags; which of it is used is measured, not assumed
+(lectio.embedding.backends): the same bf16 autocast ran 2.3x fp32 on a Xeon with AMX and about
+3x slower than fp32 on a Xeon whose AVX-512 lacks native bf16. LECTIO_EMBED_PRECISION=fp32|bf16|int8
+fixes it instead (int8 dynamic quantization moved vectors to a mean cosine of 0.93 from fp32's:
+too far for a retrieval index, so it is used only when asked). The precision is part of the
+embedding cache key, so vectors of different numerics never meet in one index version.
 """
 
 from __future__ import annotations
@@ -58,12 +56,12 @@ def offered(flags: set[str]) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def precision() -> str:
-    """LECTIO_EMBED_PRECISION when set (checked), else fp32; logged once with what the CPU offers."""
-    chosen = os.environ.get("LECTIO_EMBED_PRECISION", "").strip().lower() or DEFAULT
-    if chosen not in PRECISIONS:
+def requested() -> str | None:
+    """LECTIO_EMBED_PRECISION when set (checked), else None: the machine's measurement decides."""
+    chosen = os.environ.get("LECTIO_EMBED_PRECISION", "").strip().lower() or None
+    if chosen is not None and chosen not in PRECISIONS:
         raise ValueError(f"LECTIO_EMBED_PRECISION must be one of {', '.join(PRECISIONS)}, not {chosen!r}")
-    log.info("embedding in %s (this CPU offers %s)", chosen, ", ".join(offered(cpu_flags())))
+    log.info("embedding precision %s (this CPU offers %s)", chosen or "measured", ", ".join(offered(cpu_flags())))
     return chosen
 
 

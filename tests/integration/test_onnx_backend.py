@@ -5,6 +5,7 @@ fingerprint and builds a version that records its backend and is searched with i
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 from dataclasses import replace
 
@@ -32,7 +33,7 @@ TEXTS = ["Jesus wept.", "The Lord is my shepherd; I shall lack nothing. " * 3,
 
 
 def _clear():
-    for cached in (numerics.precision, backends.backend, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model):
         cached.cache_clear()
 
 
@@ -62,9 +63,10 @@ def test_the_export_is_made_from_the_packaged_weights_into_an_empty_home(tmp_pat
     stamp = path.stat().st_mtime_ns
     assert onnx_runtime.ensure_export(choice.name, choice.release, "fp32", home).stat().st_mtime_ns == stamp
     # The home's measurement of the backends, recorded beside the export.
-    measured = backends.measured(choice.name, choice.release, home)
+    measured = backends.measured(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], home, sample=32)
     assert measured["backend"] in backends.BACKENDS and measured["machine"] == backends.machine()
-    assert measured["equivalence"]["equivalent"] and (path.parent / backends.CHOICE_FILE).is_file()
+    assert measured["candidates"]["onnx/fp32"]["equivalence"]["relation"] == "interchangeable"
+    assert measured["query"] is not None and (path.parent / backends.CHOICE_FILE).is_file()
 
 
 def test_the_onnx_embedder_keeps_the_embedder_contract(monkeypatch, tmp_path):
@@ -154,3 +156,25 @@ def test_a_query_served_by_onnx_imports_neither_torch_nor_sentence_transformers(
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_queries_of_a_torch_built_version_run_on_the_runtime_recorded_fastest(tmp_path):
+    """Where this home measured ONNX fp32 interchangeable with torch fp32, a query of a version
+    torch built is embedded on whichever the measurement found quicker for one query, in a fresh
+    process that imports torch only if that is torch; with no measurement, on the version's own."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    torch_built = ModelChoice()
+    record = backends.measured(torch_built.name, torch_built.release, [("onnx", "fp32"), ("torch", "fp32")], home,
+                               sample=32)
+    probe = ("import sys; from lectio.embedding.model import Embedder; "
+             f"e = Embedder.for_queries_of({torch_built.id!r}); e.encode(['grace']); "
+             "print(e.choice.backend, 'torch' in sys.modules)")
+    for where, expected in ((home, record["query"]["backend"]), (tmp_path / "unmeasured", "torch")):
+        env = {**os.environ, "LECTIO_HOME": str(where)}
+        env.pop("LECTIO_EMBED_BACKEND", None)
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+        backend, imported = out.stdout.split()
+        assert backend == expected and imported == str(expected == "torch"), out.stdout

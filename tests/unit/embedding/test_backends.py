@@ -9,6 +9,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from lectio.embedding import backends, model, numerics, onnx_runtime
@@ -16,7 +17,7 @@ from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
 def _clear():
-    for cached in (numerics.precision, backends.backend, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model):
         cached.cache_clear()
 
 
@@ -82,7 +83,8 @@ def test_a_backend_the_caller_names_wins_and_the_setting_stays_the_default(fresh
         Embedder(backend="tpu")
 
 
-def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys):
+def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys, tmp_path):
+    fresh.setenv("LECTIO_HOME", str(tmp_path / "home"))  # no measurement says torch gives ONNX's vectors
     fresh.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     assert not onnx_runtime.available()
     fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
@@ -103,6 +105,7 @@ def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys):
     # Unset, the backend falls back to torch where onnxruntime is missing.
     _clear()
     fresh.delenv("LECTIO_EMBED_BACKEND")
+    fresh.setenv("LECTIO_EMBED_PRECISION", "fp32")
     assert model.configured_model().backend == "torch"
 
 
@@ -122,9 +125,10 @@ def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
     choice = ModelChoice()
     calls = []
 
-    def measure(name, release, home=None):
+    def measure(name, release, pool, home=None, sample=None):
         calls.append(name)
-        return {"backend": "onnx", "speedup": 1.8, "equivalence": {"min_cosine": 0.9999996, "equivalent": True}}
+        return {"backend": "onnx", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"},
+                "candidates": {backends.key(c): {"texts_per_second": 100.0} for c in pool}}
 
     fresh.setattr(backends, "measure", measure)
     assert model.configured_model() == replace(choice, backend="onnx")
@@ -136,7 +140,7 @@ def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
     # Another machine measures again.
     recorded.write_text(json.dumps(json.loads(recorded.read_text()) | {"machine": {"cpu": "another"}}))
     _clear()
-    fresh.setattr(backends, "measure", lambda *a, **k: {"backend": "torch", "reason": "ONNX Runtime measured slower"})
+    fresh.setattr(backends, "measure", lambda *a, **k: {"backend": "torch", "precision": "fp32", "candidates": {}})
     assert model.configured_model().backend == "torch"
     assert json.loads(recorded.read_text())["backend"] == "torch"
     # bf16 is torch's autocast: torch, whatever was measured.
@@ -145,12 +149,58 @@ def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
     assert model.configured_model() == ModelChoice(precision="bf16")
 
 
-def test_the_fastest_equivalent_backend_is_chosen_and_onnx_wins_a_tie():
-    same, apart = {"equivalent": True}, {"equivalent": False}
-    assert backends.decide(same, 1.9)["backend"] == "onnx"
-    assert backends.decide(same, 0.95)["backend"] == "onnx"  # within the noise: it also spares the torch import
-    assert backends.decide(same, 0.85) == {"backend": "torch", "reason": "ONNX Runtime measured slower"}
-    assert backends.decide(apart, 3.0) == {"backend": "torch", "reason": "the ONNX vectors are not torch's"}
+def _found(seconds: dict, relations: dict | None = None, query_ms: dict | None = None) -> dict:
+    relations, query_ms = relations or {}, query_ms or {}
+    return {k: {"seconds": times, "equivalence": {"relation": relations.get(k, "interchangeable")},
+                "query_ms": {"p50": query_ms.get(k, 5.0)}} for k, times in seconds.items()}
+
+
+def test_the_fastest_close_runtime_ingests_and_the_exact_ones_win_ties():
+    close = {"torch/bf16": "close"}
+    # bf16 autocast on a CPU with AMX: much faster, close to fp32, so it ingests; queries stay exact.
+    amx = backends.decide(_found({"onnx/fp32": [4.0, 4.1, 4.2], "torch/fp32": [4.3, 4.2, 4.4],
+                                  "torch/bf16": [1.9, 2.0, 1.8]}, close, {"onnx/fp32": 3.0, "torch/fp32": 12.0}), True)
+    assert amx["ingest"] == ("torch", "bf16") and amx["query"] == {"backend": "onnx", "precision": "fp32"}
+    # Within TIE of the fastest, ONNX fp32 wins: it reproduces fp32 and spares the torch import.
+    tie = backends.decide(_found({"onnx/fp32": [4.3, 4.3, 4.3], "torch/fp32": [4.0, 4.0, 4.0]}), True)
+    assert tie["ingest"] == ("onnx", "fp32")
+    assert backends.decide(_found({"onnx/fp32": [5.0] * 3, "torch/fp32": [4.0] * 3}), True)["ingest"] == ("torch", "fp32")
+    # bf16 slower than fp32 (AVX-512 without native bf16): never chosen.
+    slow = backends.decide(_found({"torch/fp32": [4.0] * 3, "torch/bf16": [12.0] * 3}, close), True)
+    assert slow["ingest"] == ("torch", "fp32")
+
+
+def test_a_noisy_machine_keeps_fp32_unless_the_faster_runtime_won_every_round():
+    close = {"torch/bf16": "close"}
+    mixed = _found({"torch/fp32": [8.2, 13.5, 9.0, 21.0], "torch/bf16": [8.6, 2.2, 6.0, 7.0]}, close)
+    assert backends.decide(mixed, quiet=False)["ingest"] == ("torch", "fp32")
+    assert backends.decide(mixed, quiet=True)["ingest"] == ("torch", "bf16")  # its median is faster
+    every = _found({"torch/fp32": [12.0, 8.2, 13.5, 18.2], "torch/bf16": [8.7, 2.2, 11.9, 12.2]}, close)
+    assert backends.decide(every, quiet=False)["ingest"] == ("torch", "bf16")
+
+
+def test_vectors_are_interchangeable_close_or_apart():
+    rng = np.random.default_rng(3)
+    reference = rng.normal(size=(64, 384)).astype(np.float32)
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+
+    def moved(scale):
+        found = reference + rng.normal(scale=scale, size=reference.shape).astype(np.float32)
+        return found / np.linalg.norm(found, axis=1, keepdims=True)
+
+    assert backends.relation(moved(1e-7), reference)["relation"] == "interchangeable"
+    assert backends.relation(moved(2e-4), reference)["relation"] == "close"
+    assert backends.relation(moved(2e-2), reference)["relation"] == "apart"
+
+
+def test_candidates_follow_the_cpu_and_the_settings():
+    amx, plain = {"avx512f", "amx_bf16", "avx512_bf16"}, {"avx2"}
+    assert backends.candidates(None, None, amx) == [("onnx", "fp32"), ("torch", "fp32"), ("torch", "bf16")]
+    assert backends.candidates(None, None, plain) == [("onnx", "fp32"), ("torch", "fp32")]
+    assert backends.candidates("torch", None, amx) == [("torch", "fp32"), ("torch", "bf16")]
+    assert backends.candidates(None, "bf16", plain) == [("torch", "bf16")]  # asked for: as asked
+    assert backends.candidates(None, "int8", amx) == [("torch", "int8")]
+    assert backends.candidates("onnx", "fp32", amx) == [("onnx", "fp32")]
 
 
 def test_a_query_thread_runs_torch_on_one_thread_without_importing_it_first():
@@ -178,5 +228,6 @@ def test_an_export_that_fails_is_one_line(monkeypatch, tmp_path):
     folder = onnx_runtime.model_dir(choice.name, choice.release, tmp_path / "home")
     assert not (folder / onnx_runtime.FP32_FILE).exists() and not list(folder.glob(".export-*"))
     # Unset, a failed export leaves torch the backend, recorded with why.
-    record = backends.measure(choice.name, choice.release, tmp_path / "home")
-    assert record["backend"] == "torch" and record["reason"].startswith("the ONNX export failed: the onnx embedding")
+    record = backends.measure(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], tmp_path / "home", 16)
+    assert (record["backend"], record["precision"]) == ("torch", "fp32")
+    assert record["candidates"]["onnx/fp32"]["reason"].startswith("the onnx embedding backend cannot load: exporting")

@@ -10,12 +10,12 @@ from lectio.embedding import backends, model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.precision, backends.backend, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model):
         cached.cache_clear()
     # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
     monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.precision, backends.backend, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model):
         cached.cache_clear()
 
 
@@ -28,18 +28,21 @@ def test_offered_precisions_follow_the_cpu_flags(tmp_path):
     assert numerics.offered(numerics.cpu_flags(tmp_path / "missing")) == ["fp32"]
 
 
-def test_fp32_unless_told_and_the_precision_is_in_the_cache_key(fresh):
+def test_measured_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
-    assert numerics.precision() == "fp32" and "+" not in model.model_id()
-    numerics.precision.cache_clear()
-    backends.backend.cache_clear()
+    assert numerics.requested() is None  # the machine's measurement decides (lectio.embedding.backends)
+    fresh.setenv("LECTIO_EMBED_PRECISION", "fp32")
+    numerics.requested.cache_clear()
+    assert numerics.requested() == "fp32" and "+" not in model.model_id()
+    numerics.requested.cache_clear()
+    backends.choose.cache_clear()
     model.configured_model.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
-    assert numerics.precision() == "bf16" and model.model_id().endswith("+bf16")
-    numerics.precision.cache_clear()
+    assert numerics.requested() == "bf16" and model.model_id().endswith("+bf16")
+    numerics.requested.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "fp8")
     with pytest.raises(ValueError, match="LECTIO_EMBED_PRECISION must be one of fp32, bf16, int8"):
-        numerics.precision()
+        numerics.requested()
 
 
 def test_the_model_is_a_setting_and_a_version_names_its_own(fresh):
@@ -47,7 +50,7 @@ def test_the_model_is_a_setting_and_a_version_names_its_own(fresh):
     with pytest.raises(ValueError, match="LECTIO_EMBED_MODEL must be one of all-MiniLM-L6-v2, not 'all-mpnet-base-v2'"):
         model.configured_model()
     fresh.delenv("LECTIO_EMBED_MODEL")
-    fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
+    fresh.setenv("LECTIO_EMBED_PRECISION", "fp32")
     model.configured_model.cache_clear()
     default = model.Embedder()
     assert default.for_model(default.model_id) is default

@@ -1,0 +1,83 @@
+"""Texts and rounds for measuring the embedding runtimes of a machine.
+
+A decision that becomes part of an index's model id must not follow a shared machine's noise: it
+is measured on a few hundred real texts in the corpus's length mix (short verses and answers,
+paragraphs, chunks that fill the model's window), each runtime timed in every round with the
+order turned round from one round to the next, and the rounds' spread kept as the evidence of
+how quiet the machine was.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import random
+import time
+from typing import Callable
+
+# Word counts of the texts measured: the corpus's mix of verse-sized, paragraph-sized and
+# window-filling chunks (most ingest time goes to the long ones).
+LENGTH_MIX = ((0.40, 12, 40), (0.35, 60, 140), (0.25, 160, 230))
+TEXTS = 256
+QUERIES = 48
+# A runtime's rounds may differ by this much (slowest over fastest, less one) on a quiet machine.
+QUIET_SPREAD = 0.15
+MIN_ROUNDS, MAX_ROUNDS = 3, 7
+
+
+def _prose() -> list[str]:
+    """The Westminster Standards' text as shipped in a package lectio depends on: real prose of
+    the kind lectio indexes, present on every install before any corpus is fetched."""
+    path = importlib.resources.files("westminster_cli") / "data" / "standards.json"
+    documents = json.loads(path.read_text(encoding="utf-8"))["documents"]
+    return [" ".join(str(entry.get(field) or "") for field in ("question", "answer", "text")).strip()
+            for document in documents for entry in document["entries"]]
+
+
+def texts(count: int = TEXTS, seed: int = 7) -> list[str]:
+    """`count` spans of real prose with the corpus's length mix, the same every time."""
+    words = " ".join(_prose()).split()
+    pick = random.Random(seed)
+    found = []
+    for share, low, high in LENGTH_MIX:
+        for _ in range(round(count * share)):
+            size = pick.randint(low, high)
+            start = pick.randrange(0, len(words) - size)
+            found.append(" ".join(words[start:start + size]))
+    return found[:count]
+
+
+def queries(count: int = QUERIES, seed: int = 11) -> list[str]:
+    """Query-sized spans (two to twelve words) of the same prose."""
+    words = " ".join(_prose()).split()
+    pick = random.Random(seed)
+    spans = []
+    for _ in range(count):
+        size = pick.randint(2, 12)
+        start = pick.randrange(0, len(words) - size)
+        spans.append(" ".join(words[start:start + size]))
+    return spans
+
+
+def spread(seconds: list[float]) -> float:
+    return max(seconds) / min(seconds) - 1
+
+
+def rounds(runs: dict[str, Callable[[], object]]) -> tuple[dict[str, list[float]], bool]:
+    """Each run timed once per round, the order reversed every other round, until every run's
+    spread is within QUIET_SPREAD (at least MIN_ROUNDS) or MAX_ROUNDS have passed; the seconds,
+    and whether the machine was quiet enough."""
+    names = list(runs)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(MAX_ROUNDS):
+        for name in (names if round_ % 2 == 0 else names[::-1]):
+            started = time.perf_counter()
+            runs[name]()
+            seconds[name].append(round(time.perf_counter() - started, 4))
+        if round_ + 1 >= MIN_ROUNDS and quiet(seconds):
+            return seconds, True
+    return seconds, quiet(seconds)
+
+
+def quiet(seconds: dict[str, list[float]]) -> bool:
+    return all(spread(s) <= QUIET_SPREAD for s in seconds.values())
