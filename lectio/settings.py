@@ -49,6 +49,28 @@ def _alert_settings(home: Path) -> AlertSettings:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    """How `lectio serve` checks the JWTs callers send (lectio.serving.auth)."""
+
+    secret: str | None = None  # LECTIO_AUTH_SECRET: HS256
+    public_key: str | None = None  # LECTIO_AUTH_PUBLIC_KEY: RS256, a PEM or a path to one
+    # When set, a token must name this issuer (`iss`) and this audience (`aud`): a key shared by
+    # several services, or an identity provider that signs for many, does not make a token
+    # meant for another of them good here.
+    issuer: str | None = None  # LECTIO_AUTH_ISSUER
+    audience: str | None = None  # LECTIO_AUTH_AUDIENCE
+
+
+def auth_settings() -> AuthSettings:
+    env = os.environ.get
+    public_key = env("LECTIO_AUTH_PUBLIC_KEY") or None
+    if public_key and not public_key.lstrip().startswith("-----BEGIN") and Path(public_key).is_file():
+        public_key = Path(public_key).read_text()
+    return AuthSettings(secret=env("LECTIO_AUTH_SECRET") or None, public_key=public_key,
+                        issuer=env("LECTIO_AUTH_ISSUER") or None, audience=env("LECTIO_AUTH_AUDIENCE") or None)
+
+
+@dataclass(frozen=True)
 class Settings:
     home: Path
     database_url: str | None  # an external server; None means the embedded one under home

@@ -70,11 +70,15 @@ def _parser() -> argparse.ArgumentParser:
                              "labelled queries, switch it in only if it is no worse"))
 
     token = command("token", _token, "print a signed principals token for reading as lectio_reader over "
-                    "a connection of your own (SET lectio.principals = '<token>' in each transaction)")
+                    "a connection of your own (bind it as a parameter: set_config('lectio.principals', %%s, true) "
+                    "in each transaction)")
     token.add_argument("--principal", action="append", required=True, help="principal (repeatable)")
     token.add_argument("--seconds", type=int, default=300, help="lifetime of the token (default 300)")
 
     command("down", _down, "stop the embedded database of LECTIO_HOME")
+
+    model = command("model", _model, "the embedding runtime (backend and numerics) this machine measured")
+    model.add_argument("action", choices=["show", "measure"], help="measure: measure this machine again")
 
     dagster = commands.add_parser(
         "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
@@ -166,12 +170,20 @@ def _dagster_env() -> dict[str, str]:
     return {**os.environ, **prepare_dagster_env(settings, ensure_database(settings))}
 
 
+# The dagster CLI of this Python, as Dagster itself starts it: `.venv/bin/lectio dagster …` and
+# `lectio dev` work without the venv's bin on PATH.
+DAGSTER_CLI = [sys.executable, "-m", "dagster"]
+# `dagster dev` warns on every start that the `dg` CLI supersedes it; lectio's project is not a
+# `dg` project. That one notice is hidden, in every process of `lectio dev`; no other warning is.
+DEV_WARNINGS = "ignore:Function `dev_command` is superseded:FutureWarning"
+
+
 def _dagster(args) -> int:
     """The dagster CLI with DAGSTER_HOME and storage of this home, run from the project root."""
     extra = args.dagster_args
     if extra[:2] == ["definitions", "validate"] and "-w" not in extra and "-m" not in extra:
         extra = [*extra, "-w", str(PROJECT_ROOT / "workspace.yaml")]
-    return subprocess.run(["dagster", *extra], cwd=PROJECT_ROOT, env=_dagster_env()).returncode
+    return subprocess.run([*DAGSTER_CLI, *extra], cwd=PROJECT_ROOT, env=_dagster_env()).returncode
 
 
 def _dev(args) -> int:
@@ -183,12 +195,8 @@ def _dev(args) -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    # The dagster beside this Python: `.venv/bin/lectio dev` works without an activated venv.
-    dagster = Path(sys.executable).parent / "dagster"
-    cmd = [str(dagster), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
-    # `dagster dev` warns on every start that the `dg` CLI supersedes it; lectio's project is not
-    # a `dg` project, and the warning is no news to whoever reads it for the hundredth time.
-    env = {**env, "PYTHONWARNINGS": "ignore::Warning"}
+    cmd = [*DAGSTER_CLI, "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
+    env = {**env, "PYTHONWARNINGS": ",".join(filter(None, [env.get("PYTHONWARNINGS"), DEV_WARNINGS]))}
     print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
     # Started in DAGSTER_HOME: from the project root `dagster dev` finds the project's dagster.yaml
     # there and warns it "will not be used" (the home holds its copy, pipelines/home.py).
@@ -261,16 +269,14 @@ def _serve(args) -> int:
     import uvicorn
 
     from lectio.embedding import model
-    from lectio.serving.app import create_app
+    from lectio.serving.app import SERVER_OPTIONS, create_app
     from lectio.serving.auth import Verifier
+    from lectio.settings import auth_settings
 
     model.configured_model()  # a bad model setting is one line here, not a traceback from the server's start
-    public_key = os.environ.get("LECTIO_AUTH_PUBLIC_KEY")
-    if public_key and Path(public_key).is_file():
-        public_key = Path(public_key).read_text()
-    verifier = Verifier(secret=os.environ.get("LECTIO_AUTH_SECRET") or None, public_key=public_key or None)
+    verifier = Verifier.of(auth_settings())
     uvicorn.run(create_app(load_settings(), verifier, pool_size=args.pool), host=args.host, port=args.port,
-                log_level="warning")
+                **SERVER_OPTIONS)
     return 0
 
 
@@ -285,6 +291,11 @@ def _eval(args) -> int:
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
+        # A version that cannot be searched is refused, not scored as zeros.
+        version = args.index or versions.live_version(conn)
+        if version is None:
+            raise ValueError("no live index yet: run `lectio run` first")
+        revocation.refuse_unservable(conn, version)
         report = evaluate_index(conn, queries, k=args.k, version=args.index, mode=args.mode, baselines=args.baselines,
                                 config=config)
     report["part"] = args.part
@@ -339,17 +350,25 @@ def _index(args) -> int:
     payload = {
         "versions": [
             {"version": v.version, "ruleset": v.ruleset, "model": v.model_id, "rows": v.rows, "metrics": v.metrics,
-             "live": v.live, "status": v.status, "sources": v.sources}
+             "live": v.live, "status": v.status, "sources": v.sources, "revoked_reason": v.revoked_reason}
             for v in listed
         ],
         **pruned,
     }
+    # Why a version is revoked is told here, to the operator, and never to a search's caller.
     text = "\n".join(
         f"{'*' if v.live else ' '} {v.version:<6} {v.status:<9} {v.rows or 0:>8,} rows  {v.model_id}  {v.ruleset}"
-        + _metrics_line(v.metrics) for v in listed
+        + _metrics_line(v.metrics) + (f"\n           revoked: {v.revoked_reason}" if v.revoked_reason else "")
+        for v in listed
     )
     _print(args, payload, text or "no index versions yet")
     return 0
+
+
+def _model(args) -> int:
+    from pipelines.model_command import model_command
+
+    return model_command(args)
 
 
 def _token(args) -> int:

@@ -118,19 +118,31 @@ def _reinstate(conn: psycopg.Connection, version: str, table: str) -> None:
         tables.protect_version(conn, table)
 
 
+def unavailable(version: str) -> str:
+    """What a caller (a search, an evaluation, the service's /ready) is told of a revoked version.
+    Why it was revoked names private source ids and the principals they were shown to: that goes
+    to the operator (`lectio index list`, the service's log), never to whoever is searching."""
+    return f"index version {version} is unavailable"
+
+
 def refuse_unservable(conn: psycopg.Connection, version: str) -> None:
-    """A version that does not exist or is revoked is refused in one line. Read only: searching
-    never judges (a reader's sources file must not revoke what everyone else is served)."""
+    """A version that does not exist, is revoked or is not ready is refused in one line that says
+    no more than `unavailable` does of a revoked one. Read only: searching never judges (a
+    reader's sources file must not revoke what everyone else is served)."""
     info = versions.get_version(conn, version)
     if info is None:
         raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
     if info.status == "revoked":
-        raise ValueError(f"index version {version} is revoked and is never served: {info.revoked_reason}")
+        raise ValueError(unavailable(version))
+    if info.status != "ready":
+        raise ValueError(f"index version {version} is {info.status}, not ready")
 
 
 def switch_judged(conn: psycopg.Connection, version: str, sources: Mapping[str, Source | SourceError]) -> None:
     """A switch or rollback by hand: every version is first judged against the sources file as it
-    stands, and `version` is refused if it is missing or revoked, naming the sources that make it so."""
+    stands, and `version` is refused if it is missing or revoked. The operator doing it is told
+    which sources make it so (versions.switch_live names them)."""
     judge(conn, allowed_acls(sources))
-    refuse_unservable(conn, version)
+    if versions.get_version(conn, version) is None:
+        raise ValueError(f"no index version {version!r}; `lectio index list` shows them")
     versions.switch_live(conn, version)

@@ -17,14 +17,14 @@ import psycopg
 from psycopg import sql
 
 from lectio.index import mirror as mirrors
-from lectio.index import security, versions
+from lectio.index import revocation, security, versions
 from lectio.retrieval import candidates, lexical, rerank, topics, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
 from lectio.rulesets.strongs import plain_letters
-from lectio.embedding.model import Embedder, ModelChoice, one_model_thread
+from lectio.embedding.model import Embedder, one_model_thread
 from lectio.bible.refs import RefRange, UnknownReference, parse_reference
 
 DEFAULT_PRINCIPALS = ("public",)
@@ -114,7 +114,7 @@ def search(
                        mirrors.ensure(conn, info) if lexical_mirror else None)
     if not ranges:  # a reference is looked up, not embedded
         try:
-            embedder = embedder.for_model(info.model_id) if embedder else Embedder(choice=ModelChoice.of_id(info.model_id))
+            embedder = embedder.for_model(info.model_id) if embedder else Embedder.for_queries_of(info.model_id)
         except ValueError as exc:
             return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
     request = _Request(conn, info.table_name, query, k, filters, version, config, embedder, info.layout, vector_conn)
@@ -137,9 +137,8 @@ def _unservable(query: str, version: str | None, info: versions.IndexVersion | N
     if version is None and info is None:
         return SearchResponse(query, "none", None, message="no live index yet: run `lectio run` first")
     version = version or info.version
-    if info is not None and info.status == "revoked":
-        return SearchResponse(query, "none", version,
-                              message=f"index version {version!r} is revoked and is never served: {info.revoked_reason}")
+    if info is not None and info.status == "revoked":  # why is the operator's to know, not the caller's
+        return SearchResponse(query, "none", version, message=revocation.unavailable(version))
     if info is None or info.status != "ready":
         return SearchResponse(query, "none", version, message=f"index version {version!r} is not ready")
     return None

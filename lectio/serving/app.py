@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from lectio.embedding.model import Embedder
-from lectio.index import mirror, versions
+from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchConfig, search
@@ -30,6 +30,14 @@ from lectio.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# The most a request's query string and headers may hold: the Authorization header's own cap
+# (lectio.serving.auth.MAX_AUTHORIZATION_BYTES), a full query and the usual headers fit. Past it,
+# a request is answered 431 by the app, or 400 by the server while the head is still arriving.
+MAX_HEAD_BYTES = 32 * 1024
+# How `lectio serve` runs the app (uvicorn.run's and uvicorn.Config's options). h11, not httptools
+# (uvicorn's choice when it is installed): h11 stops buffering a head past the cap, httptools
+# reads headers of any length into memory.
+SERVER_OPTIONS = {"http": "h11", "h11_max_incomplete_event_size": MAX_HEAD_BYTES, "log_level": "warning"}
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
 UNMATCHED = "unmatched"  # the one label of every path no route serves
 
@@ -42,11 +50,12 @@ def endpoint_label(request: Request) -> str:
 
 
 def not_ready_reason(live: versions.IndexVersion | None) -> str | None:
-    """Why the live index cannot be served, or None when it can."""
+    """Why the live index cannot be served, or None when it can: what any caller of /ready hears.
+    Why a version was revoked names private sources and principals, so it is the log's alone."""
     if live is None:
         return "no live index: run `lectio run`"
     if live.status == "revoked":
-        return f"the live index {live.version} is revoked: {live.revoked_reason or 'no reason recorded'}"
+        return f"the live {revocation.unavailable(live.version)}"
     if live.status != "ready":
         return f"the live index {live.version} is {live.status}, not ready"
     return None
@@ -64,9 +73,26 @@ class Metrics:
         self.errors = Counter("lectio_search_errors", "Searches that failed after retries", registry=self.registry)
 
 
+class RevocationLog:
+    """The operator's side of a refusal: callers hear that a version is unavailable, the log says
+    why it was revoked, once per version a process refuses (a probe every few seconds must not
+    fill the log with it)."""
+
+    def __init__(self):
+        self.logged: set[str] = set()
+
+    def note(self, info: versions.IndexVersion | None) -> None:
+        if info is None or info.status != "revoked" or info.version in self.logged:
+            return
+        self.logged.add(info.version)
+        log.warning("index version %s is revoked and not served: %s", info.version,
+                    info.revoked_reason or "no reason recorded")
+
+
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
     metrics = Metrics()
     state: dict = {}
+    revocations = RevocationLog()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -86,6 +112,16 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
                   lifespan=lifespan)
 
     @app.middleware("http")
+    async def cap_head(request: Request, call_next):
+        # h11 caps a head that is still arriving; one that came whole in a single read (asyncio
+        # reads up to 256 KiB) is measured here, so the cap holds however a client sends it.
+        size = len(request.scope["query_string"]) + sum(len(k) + len(v) for k, v in request.headers.raw)
+        if size > MAX_HEAD_BYTES:
+            return JSONResponse({"error": f"the request's headers and query are longer than {MAX_HEAD_BYTES} bytes"},
+                                status_code=431)
+        return await call_next(request)
+
+    @app.middleware("http")
     async def count(request: Request, call_next):
         started = time.perf_counter()
         response = await call_next(request)
@@ -97,6 +133,15 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     @app.exception_handler(AuthError)
     async def refused(request: Request, exc: AuthError):
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    def explain(version: str) -> None:
+        """Logs why `version` was refused to a caller (once); the caller's answer stands either way."""
+        if version in revocations.logged:
+            return
+        try:
+            revocations.note(state["pool"].run_once(lambda conn: versions.get_version(conn, version)))
+        except psycopg.Error:  # a later refusal logs it
+            pass
 
     @app.get("/search", summary="Search the live index as the caller's principals")
     def search_endpoint(
@@ -118,6 +163,8 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         except Exception:
             metrics.errors.inc()
             raise
+        if response.message == revocation.unavailable(response.index_version):
+            explain(response.index_version)
         payload = response.to_json()
         payload["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return payload
@@ -134,6 +181,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         except Exception as exc:  # any failure to reach the database means not ready
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
             return JSONResponse({"ready": False, "reason": f"the database does not answer: {reason}"}, status_code=503)
+        revocations.note(live)
         if reason := not_ready_reason(live):
             return JSONResponse({"ready": False, "reason": reason}, status_code=503)
         return {"ready": True, "live": live.version}

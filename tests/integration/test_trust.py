@@ -136,8 +136,12 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
         assert info.status == "revoked" and "notes-alice" in info.revoked_reason
         assert versions.previous_version(conn) == exposed
 
-    # Not served by name, not switched to, not rolled back to; each says which source.
-    for argv in (["search", "Romans 8:28", "--index", exposed], ["index", "switch", exposed], ["index", "rollback"]):
+    # Not served by name, not switched to, not rolled back to. The operator switching is told which
+    # source; a search is told only that the version is unavailable (test_trust_serving).
+    capsys.readouterr()
+    assert cli(["search", "Romans 8:28", "--index", exposed]) == 2
+    assert capsys.readouterr().err.strip() == f"lectio search: index version {exposed} is unavailable"
+    for argv in (["index", "switch", exposed], ["index", "rollback"]):
         capsys.readouterr()
         assert cli(argv) == 2, argv
         err = capsys.readouterr().err
@@ -147,7 +151,7 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
         from lectio.retrieval.search import search
 
         refused = search(conn, "Romans 8:28", version=exposed)
-        assert refused.results == [] and "revoked" in refused.message
+        assert refused.results == [] and refused.message == f"index version {exposed} is unavailable"
 
     # Prune may drop it, rollback target or not.
     capsys.readouterr()

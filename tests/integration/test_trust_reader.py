@@ -189,7 +189,11 @@ def test_a_leak_fixed_by_deleting_the_source_is_revoked(home, capsys):
         info = versions.get_version(conn, version)
         assert info.status == "revoked" and "no longer in the sources file" in info.revoked_reason
         assert versions.previous_version(conn) == version
-    for argv in (["search", "prayer", "--index", version], ["index", "rollback"], ["index", "switch", version]):
+    # The operator switching back is told why; a search only that the version is unavailable.
+    capsys.readouterr()
+    assert cli(["search", "prayer", "--index", version]) == 2
+    assert capsys.readouterr().err.strip() == f"lectio search: index version {version} is unavailable"
+    for argv in (["index", "rollback"], ["index", "switch", version]):
         capsys.readouterr()
         assert cli(argv) == 2, argv
         assert PRIVATE in capsys.readouterr().err
