@@ -11,6 +11,9 @@ so "mercy" (H2617, H7355, G1656, …) reaches "kindness", "lovingkindness" and "
 "lord" reaches the WEB's "Yahweh". Renderings seen fewer than `min_count` times are left out (a
 tag spanning a neighbouring word, a one-off idiom), and so are words sharing less than
 `min_share`. Search adds the expansions beside the query's own words, at a lower weight.
+
+The same counts tell the KJV's spellings of a word from the WEB's (loveth, loves): a query is read
+with the WEB's (lectio.retrieval.query_text), and the KJV's are added among its expansions.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class Renderings:
     def __init__(self, path: Path):
         self.by_word: dict[str, dict[str, int]] = defaultdict(dict)
         self.by_number: dict[str, dict[str, int]] = defaultdict(dict)
+        self.web_words: set[str] = set()  # the words the WEB prints (the KJV's alone are the others)
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line or line.startswith("#"):
                 continue
@@ -44,6 +48,8 @@ class Renderings:
             word, strongs, count = fields[0], fields[1], int(fields[2]) + int(fields[3])
             self.by_word[word][strongs] = count
             self.by_number[strongs][word] = count
+            if int(fields[2]):
+                self.web_words.add(word)
         self.number_totals = {s: sum(words.values()) for s, words in self.by_number.items()}
 
     def known_form(self, word: str) -> str | None:
@@ -68,6 +74,47 @@ class Renderings:
                     commonest[stem] = max(commonest.get(stem, (0, other)), (other_count, other))
         best = sorted((item for item in shares.items() if item[1] >= min_share), key=lambda item: (-item[1], item[0]))
         return tuple(commonest[stem][1] for stem, _ in best[:max_terms])
+
+    def modern_spelling(self, word: str) -> str | None:
+        """The WEB's spelling of a word only the KJV prints (loveth → loves, lovest → love, shewed →
+        showed), or None. A form the spelling rules make of it counts when the WEB prints it for
+        one of the same Strong's numbers, or else when the WEB prints the form's stem with a past
+        or -ing ending for one (showed, so shew → show). Names and every word the WEB prints are
+        left alone."""
+        numbers = self.by_word.get(word)
+        if not numbers or word in self.web_words:
+            return None
+        forms = _modern_forms(word)
+        for evidence in (("",), ("ed", "ing")):
+            for stem, ending in forms:
+                if stem + ending != word and any(self._web_shares(stem + (e or ending), numbers) for e in evidence):
+                    return stem + ending
+        return None
+
+    def _web_shares(self, form: str, numbers: dict[str, int]) -> bool:
+        return form in self.web_words and bool(numbers.keys() & self.by_word[form].keys())
+
+
+def _modern_forms(word: str) -> list[tuple[str, str]]:
+    """Candidate modern spellings of a KJV word, as (stem, ending): its verb ending made modern
+    (-eth → -s/-es, -est → -e/none, -edst → -ed, -th → -s/-es), with a doubled consonant single
+    (sitteth → sits) and i as y (triest → try), and the KJV's "shew" as "show"."""
+    forms = []
+    for spelling in dict.fromkeys((word, word.replace("shew", "show"))):
+        for ending, modern in (("edst", ("ed",)), ("eth", ("s", "es")), ("est", ("e", "")), ("th", ("s", "es"))):
+            if spelling.endswith(ending) and len(spelling) > len(ending) + 1:
+                stem = spelling[: -len(ending)]
+                stems = dict.fromkeys((stem, stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem,
+                                       stem[:-1] + "y" if stem.endswith("i") else stem))
+                forms += [(s, m) for s in stems for m in _sibilant_first(s, modern)]
+                break
+        forms.append((spelling, ""))
+    return forms
+
+
+def _sibilant_first(stem: str, endings: tuple[str, ...]) -> tuple[str, ...]:
+    """After s, x, z, ch or sh the -s ending is -es (gnasheth → gnashes)."""
+    return tuple(sorted(endings, key=lambda e: e != "es")) if stem.endswith(("s", "x", "z", "ch", "sh")) else endings
 
 
 def _stem(word: str) -> str:
@@ -101,6 +148,32 @@ def load_renderings(path: Path = RENDERINGS) -> Renderings:
     return Renderings(path)
 
 
+@lru_cache(maxsize=2)
+def _kjv_spellings(path: Path) -> dict[str, tuple[str, ...]]:
+    """The KJV's spellings of each word the WEB spells otherwise (loves → loveth), from the table."""
+    renderings = load_renderings(path)
+    found: dict[str, list[str]] = defaultdict(list)
+    for word in renderings.by_word:
+        if (modern := renderings.modern_spelling(word)) is not None:
+            found[modern].append(word)
+    return {modern: tuple(sorted(words)) for modern, words in found.items()}
+
+
+def modern_spelling(word: str, path: Path = RENDERINGS) -> str:
+    """`word` (lower case) as the WEB spells it: the KJV's loveth is loves; any other word as it is."""
+    return load_renderings(path).modern_spelling(word) or word
+
+
+def kjv_spellings(word: str, path: Path = RENDERINGS) -> tuple[str, ...]:
+    """The KJV's other spellings of `word` as the WEB spells it (loves → loveth), none for most."""
+    return _kjv_spellings(path).get(word, ())
+
+
+def printed(word: str, path: Path = RENDERINGS) -> bool:
+    """Whether a translation prints `word` (lower case) as one of its words: English, or a name."""
+    return word in load_renderings(path).by_word
+
+
 @lru_cache(maxsize=4096)
 def _word_synonyms(word: str, min_count: int, min_share: float, max_terms: int, path: Path) -> tuple[str, ...]:
     renderings = load_renderings(path)
@@ -115,14 +188,16 @@ def query_words(query: str) -> list[str]:
 
 def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_terms: int = 3,
                path: Path = RENDERINGS) -> list[str]:
-    """Words to add for `query`, in the order of the query's words, without the words it holds."""
+    """Words to add for `query`, in the order of the query's words, without the words it holds: a
+    word's KJV spellings (which no WEB verse holds, so they reach the KJV's verses only), then
+    its synonyms."""
     words = query_words(query)
     present = set(words)
     found: list[str] = []
     for word in words:
         if is_function_word(word):
             continue
-        for other in _word_synonyms(word, min_count, min_share, max_terms, path):
+        for other in (*kjv_spellings(word, path), *_word_synonyms(word, min_count, min_share, max_terms, path)):
             if other not in present and other not in found:
                 found.append(other)
     return found

@@ -18,14 +18,14 @@ from psycopg import sql
 
 from lectio.index import mirror as mirrors
 from lectio.index import revocation, security, versions
-from lectio.retrieval import candidates, lexical, rerank, topics, word_study
+from lectio.retrieval import candidates, lexical, query_text, rerank, topics, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
 from lectio.rulesets.strongs import plain_letters
 from lectio.embedding.model import Embedder, one_model_thread
-from lectio.bible.refs import RefRange, UnknownReference, parse_reference
+from lectio.bible.refs import RefRange, UnknownReference
 
 DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
@@ -104,8 +104,9 @@ def search(
         return refused
     version = info.version
     config = config or SearchConfig()
+    meant = query_text.read(query)  # what every strategy below reads of it, decided once
     try:
-        ranges = parse_reference(query)
+        ranges = meant.reference()
     except UnknownReference as exc:
         return SearchResponse(query, "reference", version, message=str(exc))
     # Read (or built, once per version) as the owner, before the search turns reader.
@@ -124,12 +125,12 @@ def search(
         security.act_as_reader(conn, principals)
         if ranges:
             return _lookup(request, ranges)
-        word = word_study.detect(query) if config.word_study else None
+        word = meant.word_study() if config.word_study else None
         if word is not None:
-            response = _word_study(request, word)
+            response = _word_study(replace(request, query=meant.subject), word)
             if response is not None:
-                return response
-        return _ranked_search(request)
+                return replace(response, query=query)
+        return replace(_ranked_search(replace(request, query=meant.text)), query=query)
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:

@@ -21,9 +21,10 @@ TOPIC_ROWS = {
 
 
 def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
-    """A short query, as its words alone tell (a caller who asked for a kind has chosen the rows
-    already)."""
-    if filters.given.kind or not config.topic_words:
+    """A short query, as its words alone tell (`query` read by lectio.retrieval.query_text). A
+    filter only narrows the rows that may answer it and never turns the topic path off, but for a
+    kind other than scripture: no verse is left for the topic's words to find."""
+    if filters.given.kind not in (None, "scripture") or not config.topic_words:
         return False
     if config.topic_rows == "all" and config.mode != "hybrid":
         return False  # fused again in a hybrid only

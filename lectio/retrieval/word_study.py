@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lectio.readers.renderings import is_function_word
+from lectio.retrieval.expansion import printed
 from lectio.rulesets.strongs import plain_letters
 
 _NUMBER = re.compile(r"\b(?:strong'?s\s+)?([GH])0*([1-9]\d{0,4})\b", re.IGNORECASE)
@@ -16,8 +18,9 @@ _WORD_FOR = re.compile(r"\b(greek|hebrew)\s+(?:word|term|noun|verb)s?\s+(?:for|b
                        re.IGNORECASE)
 _NAMED_WORD = re.compile(r"\b(greek|hebrew)\s+(?:word|term)\s+[\"“']?([a-z][a-z'-]{2,})[\"”']?", re.IGNORECASE)
 # A bare transliteration is only taken for a word study in a short query ("agape", "hesed
-# meaning"), in lower case and of four letters or more: in a sentence the same letters are more
-# likely English, and a capitalised word is more likely a name (Strong's transliterates names).
+# meaning"), of four letters or more, and never a word a translation prints: in a sentence the same
+# letters are more likely English, and a word the Bibles print is English or a name (Strong's
+# transliterates names: "aaron" is Aaron, in any case, not G2).
 _SHORT_QUERY_WORDS = 3
 _MIN_LETTERS = 4
 
@@ -44,7 +47,12 @@ def detect(query: str) -> WordQuery | None:
         return WordQuery("transliteration", plain_letters(match[2]), match[1].capitalize())
     words = re.findall(r"[^\W\d_]+", query)
     if 0 < len(words) <= _SHORT_QUERY_WORDS:
-        candidates = [plain_letters(w) for w in words if w.islower() and len(w) >= _MIN_LETTERS]
+        candidates = [plain_letters(w) for w in words if len(w) >= _MIN_LETTERS and not _english(w.lower())]
         if candidates:
             return WordQuery("transliteration", " ".join(candidates))
     return None
+
+
+def _english(word: str) -> bool:
+    """A word the Bibles print (English, or a name) or a function word: no transliteration."""
+    return printed(word) or is_function_word(word)

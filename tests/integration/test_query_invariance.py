@@ -1,0 +1,105 @@
+"""A query means the same in every surface form a reader types it in: case, a trailing '?', the
+punctuation around it, a "verses about …" wrapper and the KJV's spellings change nothing, and a
+filter every relevant row satisfies only narrows the rows that may answer (issue 35). On the
+session's fixture index, with the real model, and on a small index with Strong's entries whose
+transliterations are also names."""
+
+import pytest
+
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import SearchConfig, search
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+TOPICS = ["peace", "adoption", "moderation", "shepherd", "rejoice"]
+SENTENCES = ["do not be anxious about anything", "the love of God in Christ Jesus"]
+
+
+def surface_forms(query: str, topic: bool) -> list[str]:
+    forms = [query, query.lower(), query.title(), query.upper(), f"{query}?", f'"{query}."']
+    if topic:
+        forms += [f"verses about {query}", f"What does the Bible say about {query}?",
+                  f"Bible verses on {query.title()}"]
+    return forms
+
+
+def ranking(conn, query: str, k: int = 10, **options) -> tuple[str, list[str]]:
+    response = search(conn, query, k=k, **options)
+    return response.mode, [hit.chunk_id for hit in response.results]
+
+
+@pytest.mark.parametrize("query, topic", [(q, True) for q in TOPICS] + [(q, False) for q in SENTENCES])
+def test_every_surface_form_gets_the_same_results(main_run, conn, query, topic):
+    expected = ranking(conn, query)
+    assert expected[0] == "hybrid" and expected[1]
+    for form in surface_forms(query, topic):
+        assert ranking(conn, form) == expected, form
+
+
+def test_the_kjvs_spelling_of_a_word_is_the_word(main_run, conn):
+    assert ranking(conn, "rejoiceth") == ranking(conn, "rejoices")
+    assert ranking(conn, "he that loveth his brother") == ranking(conn, "he that loves his brother")
+
+
+# Fusion alone. The steps after it weigh a hit by its fused score (the citation prior, the query
+# share) or by the hits around it (collapse, long passages, packing the page), and a rank-fused
+# score depends on how many rows of other kinds ranked above it: with them on, a scripture filter
+# keeps the first hits and may reorder the later ones (for issue 35's query-shape suite to measure).
+FUSION = SearchConfig(prominence_weight=0.0, query_share_weight=0.0, long_passage_tokens=0,
+                      collapse_covered=False, per_source=None)
+
+
+@pytest.mark.parametrize("query", TOPICS)
+def test_a_scripture_filter_narrows_a_topics_fusion_and_keeps_its_path(main_run, conn, query):
+    _, filtered = ranking(conn, query, k=20, config=FUSION, filters=Filters(kind="scripture"))
+    unfiltered = search(conn, query, k=40, config=FUSION).results
+    assert filtered == [hit.chunk_id for hit in unfiltered if hit.kind == "scripture"][:20]
+
+
+@pytest.mark.parametrize("query", TOPICS)
+def test_a_scripture_filter_keeps_a_topics_first_scripture_hits(main_run, conn, query):
+    _, filtered = ranking(conn, query, filters=Filters(kind="scripture"))
+    unfiltered = [hit.chunk_id for hit in search(conn, query, k=40).results if hit.kind == "scripture"]
+    assert filtered[:5] == unfiltered[:5]
+
+
+def test_a_reference_stays_a_reference_and_a_book_name_is_a_topic(main_run, conn):
+    for form in ("Micah 6:8", "micah 6:8", "Micah 6:8?", "verses about Micah 6:8"):
+        response = search(conn, form)
+        assert response.mode == "reference" and "no verses of Micah 6:8" in response.message, form
+    assert search(conn, "micah").mode == "hybrid"
+    for form in ("Rom 8:28", "rom 8:28?", '"Rom 8:28."', "What does the Bible say about Rom 8:28?"):
+        response = search(conn, form)
+        assert (response.mode, [hit.chunk_id for hit in response.results]) == ("reference", ["rom_8_28_web"]), form
+        assert response.query == form  # the response names the query as the caller asked it
+
+
+# Strong's transliterates names: G2's plain letters are "aaron". Hebrews 5 and 7 name Aaron.
+NAMES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Hebrews 5; Hebrews 7; 1 John 4", acl: [public]}
+  - {id: strongs-greek, kind: lexicon, format: sword-lexicon, module: StrongsGreek,
+     select: "G2; G25-G27", title: Strong's Greek Dictionary, acl: [public]}
+"""
+
+
+@pytest.fixture(scope="module")
+def names_index(index_of):
+    return index_of(NAMES, ("web", "strongs-greek"))
+
+
+def test_a_name_in_any_case_is_the_name_not_a_word_study(conn, names_index):
+    version, embedder = names_index
+    expected = ranking(conn, "Aaron", version=version, embedder=embedder)
+    assert expected[0] == "hybrid" and any(hit.endswith("_web") for hit in expected[1])
+    for form in ("aaron", "AARON", "aaron?", "verses about aaron"):
+        assert ranking(conn, form, version=version, embedder=embedder) == expected, form
+
+
+def test_a_transliteration_is_a_word_study_in_any_case(conn, names_index):
+    version, embedder = names_index
+    expected = ranking(conn, "agape", version=version, embedder=embedder)
+    assert expected[0] == "word-study" and expected[1][0].startswith("strongs")
+    for form in ("Agape", "agape?", "What does the Bible say about agape?"):
+        assert ranking(conn, form, version=version, embedder=embedder) == expected, form

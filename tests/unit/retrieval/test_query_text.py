@@ -1,0 +1,62 @@
+"""Reading a query once: the subject of its wrapper, the text the ranked strategies read, and
+what is decided on the query as typed (a reference, a word study, a name)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lectio.bible.refs import UnknownReference
+from lectio.retrieval.expansion import kjv_spellings, modern_spelling
+from lectio.retrieval.query_text import read
+from lectio.retrieval.shape import TOPIC, query_shape
+
+
+@pytest.mark.parametrize("form", ["peace", "Peace", "PEACE", "peace?", " peace. ", '"Peace!"', "(peace)",
+                                  "verses about peace", "Bible verses on peace", "scriptures about Peace",
+                                  "What does the Bible say about peace?", "what the Bible says about peace",
+                                  "What does Scripture teach concerning peace?"])
+def test_every_surface_form_of_a_topic_reads_as_the_topic(form):
+    assert read(form).text == "peace"
+    assert query_shape(read(form).text, 1) == TOPIC  # a trailing '?' or a wrapper asks no question
+
+
+def test_a_question_of_its_own_stays_a_question_and_keeps_its_words():
+    meant = read("How should we pray?")
+    assert (meant.subject, meant.text) == ("How should we pray", "how should we pray")
+    assert query_shape(meant.text, 1) != TOPIC
+
+
+def test_a_wrapper_with_nothing_after_it_and_a_query_of_punctuation_are_kept():
+    assert read("verses about").text == "verses about"
+    assert read("???").text == "???"
+    assert read("verses about ?").subject == "verses about"
+
+
+def test_the_kjvs_verb_spellings_read_as_the_webs():
+    assert read("He that LOVETH his brother").text == "he that loves his brother"
+    assert read("shewed mercy").text == read("showed mercy").text == "showed mercy"
+    assert [modern_spelling(w) for w in ("knoweth", "lovest", "sitteth", "gnasheth", "shew")] == \
+        ["knows", "love", "sits", "gnashes", "show"]
+    # A word the WEB prints, and a name, is never respelled.
+    assert [modern_spelling(w) for w in ("love", "rest", "aaron", "israel", "nazareth", "bethlehem")] == \
+        ["love", "rest", "aaron", "israel", "nazareth", "bethlehem"]
+    assert "loveth" in kjv_spellings("loves") and kjv_spellings("aaron") == ()
+
+
+def test_a_reference_is_read_as_typed_and_then_without_its_wrapper():
+    assert read("Micah 6:8").reference()[0].label == read("micah 6:8?").reference()[0].label
+    assert read("What does the Bible say about Rom 8:28?").reference()[0].start.book == "rom"
+    assert read("micah").reference() is None and read("Micah").reference() is None
+    assert read("micah").text == "micah" and query_shape("micah", 1) == TOPIC
+    with pytest.raises(UnknownReference):
+        read("Romans 17:1?").reference()
+
+
+def test_a_word_study_is_read_as_typed_and_names_are_none():
+    assert read("G26").word_study().term == "G26"
+    assert read("the Greek word for love?").word_study().how == "meaning"
+    for form in ("agape", "Agape", "agape?", "What does the Bible say about agape?"):
+        assert read(form).word_study().term == "agape", form
+    # Strong's transliterates names ("aaron" is G2's): a word the Bibles print is English or a name.
+    for form in ("aaron", "Aaron", "AARON", "verses about aaron", "amen", "peace"):
+        assert read(form).word_study() is None, form
