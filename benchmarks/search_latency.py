@@ -78,7 +78,7 @@ def ms(values: list[float], p: float) -> float:
 
 def public_scope(version) -> Scope:
     """What public's reader sees of `version` under the default filters."""
-    return Scope(DEFAULT_PRINCIPALS, Filters(), (version.rows, version.avg_doc_lexemes))
+    return Scope(DEFAULT_PRINCIPALS, Filters(), version.bm25_corpus)
 
 
 def top_ids(conn, table: str, vector, k: int, exact: bool, ef: int) -> tuple[list[str], float]:

@@ -29,8 +29,8 @@ def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str,
                 conn.execute(
                     sql.SQL(
                         "UPDATE index_versions SET status = 'ready', rows = %s, build_seconds = %s, layout = %s, "
-                        "avg_doc_lexemes = (SELECT avg(length(tsv)) FROM {}) WHERE version = %s"
-                    ).format(sql.Identifier(table)),
+                        "(bm25_docs, avg_doc_lexemes) = ({}) WHERE version = %s"
+                    ).format(postings.statistics(table)),
                     (rows, time.monotonic() - started, tables.INDEX_LAYOUT, version),
                 )
         except BaseException:
@@ -104,12 +104,13 @@ def _insert_embedded(conn: psycopg.Connection, table: str, column_defs: sql.Comp
 
 def _build_companions(conn: psycopg.Connection, table: str, chunks: pd.DataFrame) -> None:
     # Document frequencies for BM25: ts_rank alone knows nothing of how rare a word is. Counted
-    # over public chunks only: the reader may read this table, and a word that only a private
-    # note holds must not show there (search treats a word missing here as rare).
+    # over public chunks only, as BM25's other statistics are (lectio.index.postings): the reader
+    # may read this table, and a word that only a private note holds must not show there (search
+    # treats a word missing here as rare).
     lexicon = sql.Identifier(tables.lexicon_table(table))
     conn.execute(
         sql.SQL("CREATE TABLE {lexicon} AS SELECT word, ndoc FROM ts_stat({q})").format(
-            lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE acl @> ARRAY['public']"))
+            lexicon=lexicon, q=sql.Literal(f"SELECT tsv FROM \"{table}\" WHERE {postings.PUBLIC_ROWS}"))
     )
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (word)").format(lexicon))
     postings.build(conn, table)

@@ -15,7 +15,12 @@ a caller may see before ranking; it only proposes chunk ids.
 What a caller gets is read under row-level security as that caller (lectio.retrieval.lexical).
 
 A mirror is served only for a version that is ready: a revoked version's never, whatever files
-are left in the home.
+are left in the home. Nor is one whose files do not check out (an array of the wrong length or
+dtype, a posting past the last chunk, a manifest of another version): it is built again, or the
+search scores in SQL. Files are never rewritten where they lie: a build writes a new folder,
+fsyncs it and renames it into place, so a process that has the old files mapped keeps reading
+them (writing into a mapped file that shrinks kills its readers with SIGBUS). Dropping a version
+(lectio.index.versions.drop_version) removes its mirror.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -51,6 +57,10 @@ _ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", "title_offsets"
 # Masks kept per mirror (one per set of principals and filters seen, 133 KB each on the full
 # corpus): past this many the oldest are dropped.
 _MASKS_KEPT = 64
+
+# A mirror's folder (v<N>) and a build's staging or retired folder (.v<N>-…): what the mirrors
+# folder holds, and all that remove() and sweep() delete.
+_NAME = re.compile(r"\.?(v\d+)(-.*)?")
 
 _loaded: dict[tuple[Path, str], "Mirror"] = {}
 _building: dict[tuple[Path, str], threading.Lock] = {}
@@ -81,7 +91,7 @@ def ensure(conn: psycopg.Connection, info, home: Path | None = None) -> "Mirror 
         if found is None:
             build(conn, info, home)
             found = load(info, home)
-    except (OSError, psycopg.Error) as exc:
+    except (OSError, ValueError, psycopg.Error) as exc:
         log.warning("no lexical mirror for %s, BM25 runs in SQL: %s", info.version, exc)
         return None
     finally:
@@ -107,8 +117,8 @@ def load(info, home: Path | None = None) -> "Mirror | None":
         if json.loads(manifest.read_text()).get("format") != FORMAT:
             return None  # an older format's files: built again by ensure()
         found = Mirror.read(manifest.parent)
-    except (OSError, ValueError, KeyError) as exc:  # damaged files: built again by ensure()
-        log.warning("the lexical mirror of %s cannot be read: %s", info.version, exc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # damaged: built again by ensure()
+        log.warning("the lexical mirror of %s is damaged and is not served: %s", info.version, exc)
         return None
     if not found.matches(info):
         return None
@@ -120,6 +130,30 @@ def forget(home: Path, version: str | None) -> None:
     """Drop a version's mirror from this process (its files stay: a version served again later,
     once the sources file allows all it shows, has the same words)."""
     _loaded.pop((home, version), None)
+
+
+def remove(home: Path, version: str) -> None:
+    """Delete a version's mirror from the home, with what a build of it left half done: private
+    chunks' words and ids are in there. A process that has it mapped keeps its copy until it asks
+    for the version again."""
+    forget(home, version)
+    parent = folder(home, version).parent
+    for path in parent.glob("*") if parent.is_dir() else ():
+        found = _NAME.fullmatch(path.name)
+        if found and found.group(1) == version:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep(home: Path, registered: set[str]) -> list[str]:
+    """Delete the mirrors of versions the database no longer lists (dropped before their mirror
+    went with them), and what their builds left; returns those versions."""
+    parent = home / "mirrors"
+    found = {match.group(1) for match in map(_NAME.fullmatch, (path.name for path in parent.glob("*")))
+             if match} if parent.is_dir() else set()
+    gone = sorted(found - registered)
+    for version in gone:
+        remove(home, version)
+    return gone
 
 
 def _lock(home: Path, version: str) -> threading.Lock:
@@ -145,13 +179,45 @@ def build(conn: psycopg.Connection, info, home: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{info.version}-", dir=target.parent))
     try:
         for name, array in arrays.items():
-            np.save(staging / f"{name}.npy", array)
-        (staging / "manifest.json").write_text(json.dumps(manifest))
-        shutil.rmtree(target, ignore_errors=True)  # an older format's, or another database's v<N>
-        os.rename(staging, target)
+            _write(staging / f"{name}.npy", lambda file, array=array: np.save(file, array))
+        _write(staging / "manifest.json", lambda file: file.write(json.dumps(manifest).encode()))
+        _fsync(staging)
+        _replace(staging, target)  # an older format's, a damaged one, or another database's v<N>
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _write(path: Path, write) -> None:
+    """A new file at `path`, on disk before it is renamed into place (never one opened before)."""
+    with open(path, "xb") as file:
+        write(file)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _fsync(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _replace(staging: Path, target: Path) -> None:
+    """Put the folder `staging` where `target` is. A folder cannot be renamed over one that holds
+    files, so the old one is first renamed aside (readers that have its files mapped keep them:
+    they are unlinked, not truncated), then deleted."""
+    retired = None
+    if target.exists():
+        retired = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        os.rename(target, retired)  # onto an empty folder, which rename replaces
+    try:
+        os.rename(staging, target)
+        _fsync(target.parent)
+    finally:
+        if retired is not None:
+            shutil.rmtree(retired, ignore_errors=True)
 
 
 def _read(conn: psycopg.Connection, info) -> tuple[list[tuple], pd.DataFrame, dict[str, int], list[tuple]]:
@@ -250,11 +316,52 @@ class Mirror:
 
     @classmethod
     def read(cls, path: Path) -> "Mirror":
+        """The mirror in `path`; ValueError (or OSError, KeyError) when its files do not check out."""
         manifest = json.loads((path / "manifest.json").read_text())
-        arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
-        return cls(path, manifest, arrays, manifest.pop("chunk_ids"),
-                   {word: i for i, word in enumerate(manifest.pop("words"))},
-                   {word: i for i, word in enumerate(manifest.pop("title_words"))})
+        arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _ARRAYS}
+        found = cls(path, manifest, arrays, list(manifest.pop("chunk_ids")),
+                    {word: i for i, word in enumerate(manifest.pop("words"))},
+                    {word: i for i, word in enumerate(manifest.pop("title_words"))})
+        found.check()
+        return found
+
+    def check(self) -> None:
+        """Raise ValueError naming the first file that does not fit the manifest: a length or dtype
+        other than build() writes, runs of postings that do not add up, a posting or a code past
+        what it indexes. Once per process; a search then indexes by these arrays unchecked."""
+        chunks = len(self.chunk_ids)
+        if self.manifest.get("rows") != chunks:
+            raise ValueError(f"manifest.json lists {chunks} chunks for a version of {self.manifest.get('rows')} rows")
+        self._check_shapes(chunks)
+        for offsets, runs in (("offsets", ("postings", "tf")), ("title_offsets", ("title_postings",))):
+            ends = self.arrays[offsets]
+            if ends[0] != 0 or np.any(np.diff(ends) < 0):
+                raise ValueError(f"{offsets}.npy does not rise from 0")
+            for name in runs:
+                if len(self.arrays[name]) != ends[-1]:
+                    raise ValueError(f"{name}.npy holds {len(self.arrays[name])} values, not {ends[-1]}")
+        self._check_bounds(chunks)
+
+    def _check_shapes(self, chunks: int) -> None:
+        expected = {"offsets": len(self.words) + 1, "ndoc": len(self.words),
+                    "title_offsets": len(self.title_words) + 1, "length": chunks, "acl": chunks,
+                    "title_length": chunks, "cited": chunks, **{name: chunks for name in COLUMNS}}
+        for name in _ARRAYS:
+            array = self.arrays[name]
+            if array.ndim != 1 or array.dtype.kind != "i":
+                raise ValueError(f"{name}.npy holds {array.dtype} of shape {array.shape}, not a row of integers")
+            if name in expected and len(array) != expected[name]:
+                raise ValueError(f"{name}.npy holds {len(array)} values, not {expected[name]}")
+
+    def _check_bounds(self, chunks: int) -> None:
+        # (lowest, past the highest) value each may hold; None: no upper bound.
+        bounds = {"postings": (0, chunks), "title_postings": (0, chunks), "tf": (1, None), "ndoc": (1, None),
+                  "acl": (0, len(self.manifest["acl_sets"])),
+                  **{name: (-1, len(self.manifest["values"][name])) for name in COLUMNS}}
+        for name, (low, high) in bounds.items():
+            array = self.arrays[name]
+            if len(array) and (array.min() < low or (high is not None and array.max() >= high)):
+                raise ValueError(f"{name}.npy holds values outside [{low}, {high if high is not None else 'any'})")
 
     def matches(self, info) -> bool:
         m = self.manifest

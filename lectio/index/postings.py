@@ -13,6 +13,12 @@ chunks scored in full.
 
 Postings carry the chunk's ACL and the columns of the default filters (kind, translation), so
 row-level security and the usual filters apply while reading them, not after.
+
+BM25's corpus statistics (how many chunks, their mean length, each word's document frequency)
+are counted over public chunks only, for every caller: a private chunk added to a version must
+not move anyone else's scores or ranking, and a score must not tell how much private text there
+is. Private chunks are scored with the same statistics; a word no public chunk holds counts as
+in one chunk.
 """
 
 from __future__ import annotations
@@ -26,6 +32,17 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # What a posting carries to be filtered without reading its chunk.
 FILTER_COLUMNS = ("acl", "kind", "translation")
+# The rows BM25's statistics are counted over (see above).
+PUBLIC_ROWS = "acl @> ARRAY['public']"
+
+
+def statistics(chunk_table: str) -> sql.Composable:
+    """A query of one row: BM25's number of documents (`docs`) and their mean length in words
+    (`avgdl`), over the table's public chunks. At least 1 each, so a version with no public chunk
+    (or none with a word) still scores: no document frequency exceeds 1 then, and every weight
+    stays positive."""
+    return sql.SQL("SELECT greatest(count(*), 1)::int4 AS docs, coalesce(nullif(avg(length(tsv)), 0), 1)::float8 "
+                   "AS avgdl FROM {} WHERE {}").format(sql.Identifier(chunk_table), sql.SQL(PUBLIC_ROWS))
 
 
 def table_name(chunk_table: str) -> str:
@@ -45,11 +62,12 @@ def build(conn: psycopg.Connection, chunk_table: str) -> None:
                    (u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl)))::real AS impact,
                    c.chunk_id, {columns}
             FROM {chunks} c
-            CROSS JOIN (SELECT avg(length(tsv)) AS avgdl FROM {chunks}) s
+            CROSS JOIN ({statistics}) s
             CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
             ORDER BY 1, 2 DESC
             """
-        ).format(postings=table, chunks=sql.Identifier(chunk_table), k1=sql.Literal(BM25_K1), b=sql.Literal(BM25_B),
+        ).format(postings=table, chunks=sql.Identifier(chunk_table), statistics=statistics(chunk_table),
+                 k1=sql.Literal(BM25_K1), b=sql.Literal(BM25_B),
                  columns=sql.SQL(", ").join(sql.Identifier("c", column) for column in FILTER_COLUMNS))
     )
     conn.execute(sql.SQL("CREATE INDEX ON {} (term, impact DESC)").format(table))

@@ -4,30 +4,35 @@ ready versions; `lectio index prune` and a migration's switch both apply it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import psycopg
 
-from lectio.index import versions
+from lectio.index import mirror, versions
+from lectio.settings import load_settings
 
 DEFAULT_KEEP = 3  # other ready versions kept besides the live one and the rollback target
 
 
-def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP) -> list[str]:
+def retain(conn: psycopg.Connection, keep: int = DEFAULT_KEEP, home: Path | None = None) -> list[str]:
     """Drop every version `to_drop` names; a version a killed build left behind is dropped once
-    its builder is gone. Each drop is one transaction (versions.drop_version). Returns what was
-    dropped."""
+    its builder is gone. Each drop is one transaction (versions.drop_version), and takes the
+    version's mirror from `home` (LECTIO_HOME's by default) with it, as it does the mirrors of
+    versions dropped before drops did. Returns what was dropped."""
     if keep < 0:
         raise ValueError("keep must be 0 or more")
+    home = home or load_settings().home
     versions.mark_abandoned_builds(conn)
     listed = [(v.version, v.status) for v in versions.list_versions(conn)]
     dropped = []
     for version in to_drop(listed, versions.live_version(conn), versions.previous_version(conn), keep):
         try:
-            versions.drop_version(conn, version)
+            versions.drop_version(conn, version, home)
         except ValueError:
             continue  # switched to, or rebuilt, since it was listed: it stays
         dropped.append(version)
+    mirror.sweep(home, {v.version for v in versions.list_versions(conn)})
     return dropped
 
 

@@ -8,7 +8,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from lectio.embedding.cache import CACHE_SCHEMA
-from lectio.index import locks, security, tables
+from lectio.index import locks, postings, security, tables
 
 _SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -35,6 +35,9 @@ ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS source_acls jsonb;
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS revoked_reason text;
 -- The INDEX_LAYOUT a version was built with: searches use what its tables hold (NULL: before 7).
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS layout integer;
+-- BM25's number of documents, public chunks only (lectio.index.postings.statistics), as
+-- avg_doc_lexemes is their mean length.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS bm25_docs integer;
 CREATE TABLE IF NOT EXISTS live_index (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version text NOT NULL REFERENCES index_versions (version),
@@ -52,7 +55,9 @@ CREATE TABLE IF NOT EXISTS live_index (
 # 5: definer functions pin search_path with pg_temp last; PUBLIC loses TEMP, CREATE, large
 #    objects and Dagster's database; the reader no longer sees index_versions.rows.
 # 6: reader sessions report no query text, and PUBLIC loses other sessions' activity.
-SCHEMA_VERSION = 6
+# 7: BM25's N and mean length over public chunks only (index_versions.bm25_docs); existing
+#    versions' are counted again.
+SCHEMA_VERSION = 7
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
@@ -82,14 +87,26 @@ def _migrate_schema(conn: psycopg.Connection) -> None:
     # The reader needs a version's table and its BM25 statistics, not which sources it holds,
     # how many rows (private ones included) or how they score: those columns stay the owner's.
     conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
-    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, layout) ON index_versions TO {}")
-                 .format(reader))
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, bm25_docs, layout) "
+                         "ON index_versions TO {}").format(reader))
     conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
     # Versions built under an older policy get the current one.
     for (table,) in conn.execute(
         "SELECT table_name FROM index_versions WHERE status = 'ready' AND to_regclass(table_name) IS NOT NULL"
     ).fetchall():
         tables.protect_version(conn, table)
+    _public_statistics(conn)
     conn.execute("CREATE TABLE IF NOT EXISTS lectio_schema (version integer NOT NULL)")
     conn.execute("DELETE FROM lectio_schema")
     conn.execute("INSERT INTO lectio_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+
+
+def _public_statistics(conn: psycopg.Connection) -> None:
+    """BM25's N and mean length of versions built when they counted private chunks too, counted
+    again over public ones. Their postings keep the order of the old mean length until rebuilt
+    (INDEX_LAYOUT 8); the scores they rank are the new ones."""
+    for version, table in conn.execute(
+        "SELECT version, table_name FROM index_versions WHERE bm25_docs IS NULL AND to_regclass(table_name) IS NOT NULL"
+    ).fetchall():
+        conn.execute(sql.SQL("UPDATE index_versions SET (bm25_docs, avg_doc_lexemes) = ({}) WHERE version = %s")
+                     .format(postings.statistics(table)), (version,))

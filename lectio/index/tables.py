@@ -18,7 +18,8 @@ from lectio.index import citations, postings, security, xrefs
 # 6: how often the corpus cites each verse (lectio.index.citations).
 # 7: BM25 postings (lectio.index.postings), pericope title words stored with the chunk, and the
 #    indexes of lectio.index.indexes.
-INDEX_LAYOUT = 7
+# 8: postings' impacts from the public chunks' mean length (lectio.index.postings.statistics).
+INDEX_LAYOUT = 8
 
 # (column, PostgreSQL type) of a chunk table in COPY order; embedding and tsv are filled in SQL.
 CHUNK_COLUMNS = [

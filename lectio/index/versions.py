@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import psycopg
 from psycopg import sql
 
-from lectio.index import locks, tables
+from lectio.index import locks, mirror, tables
+from lectio.settings import load_settings
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,16 @@ class IndexVersion:
     live: bool
     revoked_reason: str | None = None
     layout: int | None = None  # INDEX_LAYOUT it was built with; None before 7
-    avg_doc_lexemes: float | None = None  # BM25's mean document length
+    # BM25's mean document length and number of documents, both over public chunks only
+    # (lectio.index.postings.statistics).
+    avg_doc_lexemes: float | None = None
+    bm25_docs: int | None = None
+
+    @property
+    def bm25_corpus(self) -> tuple[float, float]:
+        """BM25's N and mean document length, as a search scores with them: the same for every
+        caller, and moved by no private chunk."""
+        return float(self.bm25_docs or 1), float(self.avg_doc_lexemes or 1.0)
 
 
 def source_fingerprints(chunks: pd.DataFrame) -> dict[str, str]:
@@ -61,11 +72,12 @@ def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
 
 
 _VERSION_COLUMNS = ("version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, "
-                    "revoked_reason, layout, avg_doc_lexemes")
+                    "revoked_reason, layout, avg_doc_lexemes, bm25_docs")
 
 
 def _version(row: tuple, live: str | None) -> IndexVersion:
-    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10], avg_doc_lexemes=row[11])
+    return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10], avg_doc_lexemes=row[11],
+                        bm25_docs=row[12])
 
 
 def get_version(conn: psycopg.Connection, version: str | None = None) -> IndexVersion | None:
@@ -151,11 +163,17 @@ def mark_abandoned_builds(conn: psycopg.Connection) -> list[str]:
     return abandoned
 
 
-def drop_version(conn: psycopg.Connection, version: str) -> None:
-    """Drop a version's chunk and lexicon tables and its record, in one transaction.
+def drop_version(conn: psycopg.Connection, version: str, home: Path | None = None) -> None:
+    """Drop everything a version owns: its tables and its record, in one transaction, then its
+    lexical mirror in the home (lectio.index.mirror), which holds its words and chunk ids.
 
     The live version and the rollback target are refused; the live pointer is locked for the
     transaction so neither can become one of them meanwhile."""
+    _drop_tables(conn, version)
+    mirror.remove(home or load_settings().home, version)
+
+
+def _drop_tables(conn: psycopg.Connection, version: str) -> None:
     with conn.transaction():
         pointer = conn.execute("SELECT version, previous FROM live_index FOR UPDATE").fetchone()
         row = conn.execute(

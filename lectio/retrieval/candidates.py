@@ -97,7 +97,8 @@ def vector_candidates(conn, table_name, vector, where, params, config: SearchCon
 
 
 # The query's words, each with its weight (expansion words count less), and the version's
-# statistics: shared by both ways of finding BM25 candidates.
+# statistics (N and mean length, public chunks' for every caller: lectio.index.postings): shared by
+# both ways of finding BM25 candidates.
 _TERMS = """
     terms AS (SELECT lexeme, max(w) AS w FROM (
                  SELECT lexeme, 1.0 AS w FROM unnest(to_tsvector('english', %(query)s))

@@ -20,8 +20,8 @@ class Scope:
 
     principals: tuple[str, ...]
     given: Filters
-    # BM25's corpus size and mean length, read as the owner: the reader may not see how many
-    # rows a version holds (private ones included), so they reach the lexical side as values.
+    # BM25's corpus size and mean length (public chunks', whoever asks: IndexVersion.bm25_corpus),
+    # read from the version's record as the owner and handed to the lexical side as values.
     corpus: tuple[float, float] | None = None
     # The version's lexical mirror (lectio.index.mirror), None to score BM25 in SQL.
     mirror: Mirror | None = None

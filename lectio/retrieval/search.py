@@ -111,7 +111,7 @@ def search(
         return SearchResponse(query, "reference", version, message=str(exc))
     # Read (or built, once per version) as the owner, before the search turns reader.
     lexical_mirror = config.lexical_mirror and config.mode != "vector" and not ranges
-    filters = Scope(principals, filters or Filters(), (info.rows or 0, info.avg_doc_lexemes or 0),
+    filters = Scope(principals, filters or Filters(), info.bm25_corpus,
                        mirrors.ensure(conn, info) if lexical_mirror else None)
     if not ranges:  # a reference is looked up, not embedded
         try:

@@ -35,7 +35,7 @@ def lexical_both_ways(conn, info, found, query, principals=("public",), given=Fi
                       titles=False):
     """BM25 candidates from the mirror `found`, and from SQL scoring every chunk that holds a query
     word (the reference), both read as `principals`; with `titles`, title matches both ways instead."""
-    filters = Scope(principals, given, (info.rows, info.avg_doc_lexemes))
+    filters = Scope(principals, given, info.bm25_corpus)
     translation = given.translation or "WEB"
     where, params = filters.where(translation)
     extra = expansion_words(query, config) if config.expand_lexical else ""
@@ -145,7 +145,7 @@ def test_a_filter_the_mirror_lacks_is_left_to_sql(live):
 def bobs_note_first(conn, info, found) -> str:
     """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3})}
-    scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
+    scores, held = found.scores(weights, 1.2, 0.75, *info.bm25_corpus)
     first = found.chunk_ids[mirror.best(scores, held, 1)[0]]
     assert first.startswith("notes-bob")
     return first
@@ -186,7 +186,7 @@ def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
     info, found = live
     query = BOBS_WORDS + " propitiation wrath"  # Bob's note and one of Alice's lead
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3})}
-    scores, held = found.scores(weights, 1.2, 0.75, info.rows, info.avg_doc_lexemes)
+    scores, held = found.scores(weights, 1.2, 0.75, *info.bm25_corpus)
     assert all(found.chunk_ids[i].startswith("notes-") for i in mirror.best(scores, held, 2))
     wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),

@@ -232,7 +232,7 @@ def lexical_both_ways(conn, small_index, query, principals=("public",), filters=
     """BM25 candidates read from the postings, and by scoring every chunk that holds a query word."""
     info = versions.get_version(conn, small_index[0])
     table = info.table_name
-    chosen = Scope(principals, filters, (info.rows, info.avg_doc_lexemes))
+    chosen = Scope(principals, filters, info.bm25_corpus)
     where, params = chosen.where("WEB")
     extra = expansion_words(query, config)
     with conn.transaction():
