@@ -11,7 +11,6 @@ marks only the sources that ruleset chunks.
 
 import os
 import re
-import warnings
 
 from dagster import (
     AssetCheckResult,
@@ -21,7 +20,6 @@ from dagster import (
     AssetObservation,
     DagsterEventType,
     Output,
-    PreviewWarning,
     DataVersion,
     DataVersionsByPartition,
     PartitionsDefinition,
@@ -30,15 +28,20 @@ from dagster import (
 )
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from assets.checks import known_notices, vectors_check, vectors_spec
 from lectio.rulesets import registry as ingest
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
 from lectio.index import versions
-from lectio.sources import SourceError
+from lectio.sources import Source, SourceError
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 SOURCE_INPUTS = "source_inputs"
 ENTRY_CHECK = "source_entry"
+PARSE_CHECK = "source_parses"
+# The checks a source's run evaluates before the stage they guard: one that fails ends the run
+# successfully having made nothing more (see build_source_assets), and the source counts as failed.
+GATE_CHECKS = (ENTRY_CHECK, PARSE_CHECK)
 
 
 def entry_problem(corpus: CorpusResource, source_id: str) -> tuple[str, str] | None:
@@ -55,14 +58,29 @@ def entry_problem(corpus: CorpusResource, source_id: str) -> tuple[str, str] | N
 
 
 def entry_failure(events) -> str | None:
-    """What was wrong with the source's entry, from a run's events (DagsterEvent), or None. A run
-    whose entry check failed read nothing and still ended successfully (see build_source_assets)."""
+    """What was wrong with the source's entry or its file, from a run's events (DagsterEvent), or
+    None. A run whose entry or parse check failed made nothing more and still ended successfully
+    (see build_source_assets)."""
     for event in events:
         if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
-            if evaluation.check_name == ENTRY_CHECK and not evaluation.passed:
-                return evaluation.description or "the source's entry is not valid"
+            if evaluation.check_name in GATE_CHECKS and not evaluation.passed:
+                return evaluation.description or "the source's entry or file is not valid"
     return None
+
+
+def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
+    """A file that cannot be parsed, as one line naming the source, its file and the line, with the
+    file and line as metadata (a problem that names no line has none)."""
+    where = str(source.path or source.module or "")
+    metadata = {"source": source.id}
+    problem = exc.problem
+    if where:
+        metadata["file"] = where
+        problem = problem if where in problem else f"{where}: {problem}"
+    if line := re.search(r"\bline (\d+)\b", exc.problem):
+        metadata["line"] = int(line.group(1))
+    return f"source {source.id!r}: {problem}", metadata
 
 
 def _field(problem: str) -> str:
@@ -81,25 +99,35 @@ def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]
 
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
-    @observable_source_asset(name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest",
-                             description="What each source is ingested from (its entry, files, ruleset version and "
-                             "the model), one data version per source; a new one marks that source's raw_texts stale. "
-                             "Observed by `lectio run`, the source_changes sensor, or Observe here.")
+    with known_notices():
+        observable = observable_source_asset(
+            name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest",
+            description="What each source is ingested from (its entry, files, ruleset version and the model), one "
+            "data version per source; a new one marks that source's raw_texts stale. Observed by `lectio run`, the "
+            "source_changes sensor, or Observe here.")
+
+    @observable
     def source_inputs(corpus: CorpusResource, embedder: EmbedderResource):
         prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
-        return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
+        with known_notices():
+            return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
 
-    # The entry is checked in raw_texts' own step, before anything is read: a bad entry is then
-    # one failed check naming the field, raw_texts yields no output, and no later stage or check
-    # runs. Not blocking, so the run ends without a failure: Dagster shows every check planned in a
-    # failed run as failed, which painted the five chunk checks red though none ran; in a run that
-    # succeeds they show as skipped. What reads runs counts the source as failed all the same
-    # (entry_failure: `lectio run`, index_after_batch), and the failed check alerts.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=PreviewWarning)
+    # The entry is checked in raw_texts' own step, before anything is read, and the file is parsed
+    # under a check of parsed_structure's own: a bad entry is then one failed check naming the
+    # field, a malformed file one naming the file and line; the stage yields no output, and no
+    # later stage or check runs. Not blocking, so the run ends without a failure: Dagster shows
+    # every check planned in a failed run as failed, which painted the chunk checks and
+    # embedding_vectors red though none ran; in a run that succeeds they show as skipped. What
+    # reads runs counts the source as failed all the same (entry_failure: `lectio run`,
+    # index_after_batch), and the failed check alerts.
+    with known_notices():
         entry_spec = AssetCheckSpec(ENTRY_CHECK, asset="raw_texts", blocking=False, partitions_def=partitions_def,
                                     description="The source's entry is valid (ACL present and valid, kind, format, "
                                     "path) and its file exists and is readable.")
+        parse_spec = AssetCheckSpec(PARSE_CHECK, asset="parsed_structure", blocking=False,
+                                    partitions_def=partitions_def,
+                                    description="The source's file parses; when it does not, this check names the "
+                                    "file and line, and no later stage or check runs.")
 
     @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs], check_specs=[entry_spec],
            output_required=False)
@@ -115,12 +143,18 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units})
         yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
 
-    @asset(partitions_def=partitions_def, group_name="ingest")
+    @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False)
     def parsed_structure(context: AssetExecutionContext, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
-        parsed = ingest.parse_source(raw_texts)
-        context.add_output_metadata(ingest.structure_facts(parsed))
-        return parsed
+        try:
+            parsed = ingest.parse_source(raw_texts)
+        except SourceError as exc:  # the file's fault; anything else is lectio's and fails the step
+            description, metadata = parse_problem(raw_texts.source, exc)
+            yield AssetCheckResult(check_name=PARSE_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
+                                   description=description, metadata=metadata)
+            return
+        yield Output(parsed, metadata=ingest.structure_facts(parsed))
+        yield AssetCheckResult(check_name=PARSE_CHECK, passed=True, metadata={"source": context.partition_key})
 
     @asset(partitions_def=partitions_def, group_name="ingest")
     def chunks(context: AssetExecutionContext, parsed_structure):
@@ -138,20 +172,21 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         )
         return frame
 
-    @asset(partitions_def=partitions_def, group_name="embed")
+    # embedding_vectors is evaluated in this step, not as a check of its own: see assets.checks
+    # on why no per-source check may be offered alone.
+    @asset(partitions_def=partitions_def, group_name="embed", check_specs=[vectors_spec(partitions_def)])
     def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource, chunks):
         """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
         with database.connect() as conn:
             stats = embed_chunks(conn, chunks, embedder.embedder())
-        context.add_output_metadata(
-            {
-                "chunks": stats.chunks,
-                "embedded": stats.embedded,
-                "reused_from_cache": stats.reused,
-                "embed_seconds": round(stats.seconds, 2),
-                "texts_per_second": round(stats.texts_per_second, 1),
-            }
-        )
-        return chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id)
+        metadata = {
+            "chunks": stats.chunks,
+            "embedded": stats.embedded,
+            "reused_from_cache": stats.reused,
+            "embed_seconds": round(stats.seconds, 2),
+            "texts_per_second": round(stats.texts_per_second, 1),
+        }
+        yield Output(chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id), metadata=metadata)
+        yield vectors_check(database, chunks["content_hash"], embedder.model_id, context.partition_key)
 
     return [source_inputs, raw_texts, parsed_structure, chunks, embeddings]

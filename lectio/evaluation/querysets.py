@@ -99,7 +99,7 @@ def _parse(line: str, default_id: str) -> Query:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as problem:
-        raise ValueError(f"not valid JSON ({problem.msg} at column {problem.colno})") from None
+        raise ValueError(f"not valid JSON ({problem.msg}, column {problem.colno})") from None
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - set(FIELDS))

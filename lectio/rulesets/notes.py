@@ -98,7 +98,7 @@ def _note(source: Source, number: int, line: str) -> Note:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise bad(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise bad(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
     if not isinstance(record, dict):
         raise bad('expected an object {"id", "ref", "text"}')
     note_id = record.get("id")
