@@ -37,5 +37,5 @@ def describe(record: dict) -> str:
         speed = (f"{found['texts_per_second']} texts/s (spread {found['spread']:.0%}), query p50 "
                  f"{found['query_ms']['p50']} / p95 {found['query_ms']['p95']} ms; " if "seconds" in found else "")
         lines.append(f"  {name}: {speed}{same['relation']} (min cosine {same['min_cosine']}, "
-                     f"same 10 neighbours {same['same_neighbours']:.0%})")
+                     f"10-neighbour overlap {same['neighbour_overlap']:.1%})")
     return "\n".join(lines)

@@ -11,8 +11,8 @@ length mix in rounds whose order turns round, and each is compared with torch fp
 
 - *interchangeable* (min cosine >= 0.99999, max |Δ| <= 1e-4: ONNX fp32): the same vectors, so
   one may embed the queries of a version the other built;
-- *retrieval-close* (min cosine >= CLOSE_COSINE and each text's ten nearest texts the same set
-  for at least CLOSE_NEIGHBOURS of them: bf16 autocast): its vectors carry a model id of their own
+- *retrieval-close* (min cosine >= CLOSE_COSINE and, on average, CLOSE_OVERLAP of each text's
+  ten nearest texts the same as fp32's: bf16 autocast): its vectors carry a model id of their own
   (a version built with them is judged by the migration gate like any other), and its queries
   may be embedded by an interchangeable fp32 runtime;
 - anything else is not a candidate.
@@ -61,10 +61,13 @@ ORDER = (("onnx", "fp32"), ("torch", "fp32"), ("torch", "bf16"))
 REFERENCE = ("torch", "fp32")
 CHOICE_FILE = "backend.json"
 TIE = 1.1  # a preferred candidate is kept unless another measured this much faster
-# Retrieval-close to fp32: bf16 autocast measured min cosine 0.99997 and the same ten nearest
-# texts for 97 % of 256 texts (Intel Xeon with AMX, 2026-12-05); int8 (cosine 0.93) is far off.
+# Retrieval-close to fp32: every vector within CLOSE_COSINE of fp32's, and each text's ten nearest
+# texts (among the measurement texts) on average CLOSE_OVERLAP the same as fp32's: closer than
+# the HNSW index's own approximation of exact search, which the index already accepts (its
+# recall@20 against exact search is measured by benchmarks/search_latency.py). bf16 autocast
+# measured min cosine 0.99997 (Intel Xeon with AMX, 2026-12-05); int8 (cosine 0.93) is far off.
 CLOSE_COSINE = 0.9999
-CLOSE_NEIGHBOURS = 0.95
+CLOSE_OVERLAP = 0.98
 NEIGHBOURS = 10
 
 log = logging.getLogger(__name__)
@@ -246,17 +249,24 @@ def relation(vectors: np.ndarray, reference: np.ndarray) -> dict:
     """How close a runtime's vectors are to torch fp32's, for retrieval: interchangeable, close
     or apart (see the module's notes), with what was measured."""
     found = onnx_runtime.equivalence(vectors, reference)
-    mine, theirs = vectors @ vectors.T, reference @ reference.T
-    top = NEIGHBOURS + 1  # each text is its own nearest
-    same = np.mean([set(np.argsort(-mine[i])[:top]) == set(np.argsort(-theirs[i])[:top]) for i in range(len(vectors))])
-    found["same_neighbours"] = round(float(same), 4)
+    found["neighbour_overlap"] = round(neighbour_overlap(vectors, reference), 4)
     if found["equivalent"]:
         found["relation"] = "interchangeable"
-    elif found["min_cosine"] >= CLOSE_COSINE and same >= CLOSE_NEIGHBOURS:
+    elif found["min_cosine"] >= CLOSE_COSINE and found["neighbour_overlap"] >= CLOSE_OVERLAP:
         found["relation"] = "close"
     else:
         found["relation"] = "apart"
     return found
+
+
+def neighbour_overlap(vectors: np.ndarray, reference: np.ndarray, k: int = NEIGHBOURS) -> float:
+    """The mean share of each text's k nearest other texts by `vectors` that are among its k
+    nearest by `reference`: recall@k of one set of vectors against the other."""
+    mine, theirs = vectors @ vectors.T, reference @ reference.T
+    np.fill_diagonal(mine, -np.inf)
+    np.fill_diagonal(theirs, -np.inf)
+    near, truth = np.argsort(-mine, axis=1)[:, :k], np.argsort(-theirs, axis=1)[:, :k]
+    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(near, truth)]))
 
 
 def decide(found: dict, quiet: bool) -> dict:

@@ -89,6 +89,16 @@ class RevocationLog:
                     info.revoked_reason or "no reason recorded")
 
 
+def _query_embedder(embedder: Embedder, live) -> Embedder:
+    """What the live version's queries are embedded with (ONNX where this home measured it as
+    giving the version's vectors, whatever runtime ingests here), so warming it up loads nothing
+    the searches will not use."""
+    try:
+        return embedder.for_model(live.model_id) if live is not None else embedder
+    except ValueError:  # a version this process cannot embed for: its searches say so
+        return embedder
+
+
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
     metrics = Metrics()
     state: dict = {}
@@ -97,14 +107,16 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         state["embedder"] = Embedder()
-        state["embedder"].encode(["warm up"])  # the first encode pays for lazy loading
         state["pool"] = ReadPool(settings, size=pool_size, pairs=True)
         # The live version's lexical mirror, so the first search does not pay for building it. A
         # home with no index yet serves (and says it is not ready) as before.
+        live = None
         try:
-            state["pool"].run_once(lambda conn: mirror.ensure(conn, versions.get_version(conn), settings.home))
+            live = state["pool"].run_once(versions.get_version)
+            state["pool"].run_once(lambda conn: mirror.ensure(conn, live, settings.home))
         except psycopg.Error as exc:
             log.warning("lexical mirror not loaded at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
+        _query_embedder(state["embedder"], live).encode(["warm up"])  # the first encode pays for loading
         yield
         state["pool"].close()
 
