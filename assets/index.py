@@ -5,11 +5,19 @@ import base64
 
 import pandas as pd
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetIn,
+    AssetKey,
     Config,
+    DagsterInstance,
+    DagsterRunStatus,
     MetadataValue,
+    Output,
     PartitionsDefinition,
+    RunsFilter,
     TableColumn,
     TableRecord,
     TableSchema,
@@ -17,13 +25,25 @@ from dagster import (
 )
 
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
-from lectio.index import locks
+from lectio.index import locks, tables
 from lectio.index.build import build_index
+from assets.source_assets import entry_failure
+from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
+from pipelines.outcomes import root_cause
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
-# whole index; the index then refuses to replace the live version (see lectio.index.build).
+# whole index; the index carries its last good chunks instead (see lectio.index.build).
 _ALL_AVAILABLE = AssetIn(metadata={"allow_missing_partitions": True})
+# Every source indexed from this run's chunks: a failed one, carried or left out, fails this
+# check (ERROR), which alert_on_failed_checks sends, and shows red on the run and the asset.
+SOURCES_CHECK = "every_source_indexed"
+# One index build at a time, however it was launched (dagster.yaml: concurrency, pools): two
+# builds racing would both try to switch the live index.
+INDEX_POOL = "lectio_index"
+CHUNK_COLUMN_NAMES = [name for name, _ in tables.CHUNK_COLUMNS]
+# The run's tag that names the failed sources, shown at the top of the run's page.
+FAILED_TAG = "lectio/failed_sources"
 
 
 class IndexConfig(Config):
@@ -35,6 +55,9 @@ class IndexConfig(Config):
     # Source → fingerprint of the chunks its ingest made in this run (`lectio run` passes them):
     # a source whose stored chunks differ was overwritten by another run and is not indexed.
     expected_chunks: dict[str, str] = {}
+    # A failed source keeps its last good chunks (from the live version) and the others go live
+    # without it; False keeps the whole live version instead (`lectio run`, which exits 1).
+    carry_failed_sources: bool = True
 
 
 def table_metadata(frame: pd.DataFrame) -> MetadataValue:
@@ -79,27 +102,38 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         )
         return table
 
-    @asset(ins={"chunks": _ALL_AVAILABLE, "embeddings": _ALL_AVAILABLE}, group_name="index")
+    @asset(ins={"chunks": _ALL_AVAILABLE, "embeddings": _ALL_AVAILABLE}, group_name="index", pool=INDEX_POOL,
+           check_specs=[AssetCheckSpec(SOURCES_CHECK, asset="search_index", description=(
+               "Every source of the sources file was indexed from its latest ingest; a failed source "
+               "(its last good chunks carried over, or left out) fails it, naming why."))])
     def search_index(
         context: AssetExecutionContext, config: IndexConfig, corpus: CorpusResource, database: DatabaseResource,
         embedder: EmbedderResource, chunks, embeddings
-    ) -> dict:
+    ):
         """A pgvector table per index version (HNSW + full text), and the pointer to the live one."""
         by_source = _by_source(chunks, partitions_def)
         embedded = _by_source(embeddings, partitions_def)
         ready = {sid: frame for sid, frame in by_source.items() if sid in embedded}
         missing = [sid for sid in partitions_def.get_partition_keys() if sid not in ready]
         failed = sorted(set(config.failed_sources) | set(missing))
-        if not ready:
+        if not ready and not config.carry_failed_sources:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
-        frame = pd.concat(ready.values(), ignore_index=True)
+        # With nothing ready, every source failed: the build may still carry their last good chunks.
+        frame = pd.concat(ready.values(), ignore_index=True) if ready else pd.DataFrame(columns=CHUNK_COLUMN_NAMES)
         with database.connect() as conn, locks.writer_lock_unless_held(conn, "this index build"):
             outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
-                                  sources=corpus.sources(), expected=config.expected_chunks)
+                                  sources=corpus.sources(), expected=config.expected_chunks,
+                                  carry_failed=config.carry_failed_sources)
         failed = sorted(set(failed) | set(outcome.rejected))
-        indexed = sorted(set(ready) - set(outcome.rejected))
-        context.add_output_metadata(
-            {
+        indexed = sorted(set(ready) - set(outcome.rejected) - set(failed))
+        why = {**_why_failed(context.instance, failed), **outcome.rejected}
+        problems = {sid: f"{why[sid]} → {outcome.carried[sid]}" if sid in outcome.carried else why[sid]
+                    for sid in failed}
+        _say_on_the_run(context, problems)
+        yield Output(
+            # `chunks` lets the row-count check compare the version with what was handed to it.
+            {"version": outcome.version, "live": outcome.live, "sources": indexed, "chunks": outcome.chunks},
+            metadata={
                 "version": outcome.version,
                 "rows": outcome.rows,
                 "live": outcome.live,
@@ -108,10 +142,55 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "sources": ", ".join(indexed),
                 "failed_sources": ", ".join(failed) or "none",
                 "quality_failures": "; ".join(f"{s}: {d}" for s, d in sorted(outcome.rejected.items())) or "none",
-            }
+            },
         )
-        # `chunks` lets the row-count check compare the version with what was handed to it.
-        return {"version": outcome.version, "live": outcome.live, "sources": indexed,
-                "chunks": int(frame["source_id"].isin(indexed).sum())}
+        yield _sources_check(problems, outcome.version, outcome.live)
 
     return [chunk_size_distribution, search_index]
+
+
+def _sources_check(problems: dict[str, str], version: str, live: bool) -> AssetCheckResult:
+    where = f"{version} ({'live' if live else 'not live'})"
+    if not problems:
+        return AssetCheckResult(check_name=SOURCES_CHECK, passed=True, description=f"every source is in {where}")
+    lines = "; ".join(f"{sid}: {what}" for sid, what in sorted(problems.items()))
+    return AssetCheckResult(
+        check_name=SOURCES_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
+        description=f"{len(problems)} source(s) failed, {where}: {lines}",
+        metadata={"failed_sources": ", ".join(sorted(problems)), "version": version, "live": live},
+    )
+
+
+def _say_on_the_run(context: AssetExecutionContext, problems: dict[str, str]) -> None:
+    """The failed sources where a run's reader looks first: a tag at the top of the run's page
+    and an error line in its log (a green run whose metadata alone said so went unnoticed)."""
+    if not problems:
+        return
+    context.instance.add_run_tags(context.run_id, {FAILED_TAG: ", ".join(sorted(problems))[:250]})
+    for sid, what in sorted(problems.items()):
+        context.log.error(f"source {sid} failed: {what}")
+
+
+def _why_failed(instance: DagsterInstance, source_ids: list[str]) -> dict[str, str]:
+    """Per failed source, what its latest ingest run said: the failed step's root cause, or the
+    entry or parse check that stopped it; or that no ingest of it has run."""
+    return {sid: _latest_ingest_problem(instance, sid) for sid in source_ids}
+
+
+def _latest_ingest_problem(instance: DagsterInstance, source_id: str) -> str:
+    ingest_keys = {AssetKey(name) for name in INGEST_ASSETS}
+    for record in instance.get_run_records(RunsFilter(tags={"dagster/partition": source_id}), limit=20):
+        run = record.dagster_run
+        if run.job_name != INGEST_JOB and not set(run.asset_selection or ()) & ingest_keys:
+            continue
+        if not run.is_finished:
+            return f"its ingest run {run.run_id[:8]} has not finished ({run.status.value})"
+        events = [e.dagster_event for e in instance.all_logs(run.run_id) if e.is_dagster_event]
+        if problem := entry_failure(events):
+            return problem
+        if cause := root_cause(events):
+            return f"{cause[1]} (run {run.run_id[:8]}, step {cause[0]})"
+        if run.status != DagsterRunStatus.SUCCESS:
+            return f"its ingest run {run.run_id[:8]} ended {run.status.value}"
+        return f"its ingest run {run.run_id[:8]} made no chunks and embeddings for it"
+    return "no ingest run has made its chunks and embeddings"

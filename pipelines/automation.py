@@ -13,8 +13,9 @@ How they fit together (docs/operations.md tells the operator's side):
 - `index_after_batch` treats every ingest run that finished since the last index as one batch,
   however it was started (the UI, a backfill, this schedule, `source_changes`): once no ingest
   run is queued or running and no backfill of ingest assets is open, it requests one
-  `build_index` run, told which of those sources failed (so it never switches a partial index
-  live). A sensor rather than a second schedule at, say, 04:00: the index follows the partitions
+  `build_index` run, told which of those sources failed (each keeps its last good chunks, the
+  rest goes live, and the build's `every_source_indexed` check fails naming them). It ticks
+  every 5 s. A sensor rather than a second schedule at, say, 04:00: the index follows the partitions
   however long they take. Waiting for "nothing in progress" rather than for a batch's size makes
   it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
@@ -79,6 +80,7 @@ INDEX_KEY = AssetKey("search_index")
 # (dagster.yaml) any run past 4 h; this covers a daemon that did not.
 # Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
 STALE_RUN_SECONDS = 4 * 3600
+INDEX_SENSOR_INTERVAL = 5
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
 CHECK_EVENTS_PER_TICK = 500
 
@@ -187,10 +189,12 @@ def _source_change_sensor(ingest_job):
 
 
 def _index_after_batch_sensor(index_job):
+    # Every 5 s, the daemon's shortest loop: the index follows a UI ingest within seconds, not up
+    # to a minute later (source to searchable was 4x `lectio run`). A tick is a few queries.
     @sensor(
         name="index_after_batch",
         job=index_job,
-        minimum_interval_seconds=60,
+        minimum_interval_seconds=INDEX_SENSOR_INTERVAL,
         default_status=DefaultSensorStatus.STOPPED,
         description="Builds the index once the ingest runs since the last index (from the UI, a backfill, "
         "the schedule or a sensor) have all finished.",

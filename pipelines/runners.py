@@ -156,7 +156,10 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
     # This process holds the writer lock for the whole run (run_main); the build, in process, knows it.
-    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected)
+    # A failed source keeps the whole live version here: the operator at the terminal is told and
+    # the command exits 1; the UI's and the sensor's builds carry its last good chunks instead.
+    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
+                               carry_failed_sources=False)
     result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
     if _interrupted(result):
         raise Interrupted("stopped while building the index (a version goes live only when its build commits)")

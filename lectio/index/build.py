@@ -22,6 +22,10 @@ class IndexOutcome:
     reason: str  # why it is or is not live
     # Sources kept out because their chunks failed a blocking quality check: what failed, how.
     rejected: dict[str, str] = field(default_factory=dict)
+    # Each failed source (with carry_failed) and what became of it: its last good chunks carried
+    # over from the live version, or why it is not in this version.
+    carried: dict[str, str] = field(default_factory=dict)
+    chunks: int = 0  # the chunks this version was built from, carried ones included
 
 
 def build_index(
@@ -32,11 +36,19 @@ def build_index(
     switch_live: bool = True,
     sources: Mapping[str, Source | SourceError] | None = None,
     expected: Mapping[str, str] | None = None,
+    carry_failed: bool = False,
 ) -> IndexOutcome:
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
     A version is switched in only when every source was indexed, or when nothing is live yet:
     a run in which some source failed never replaces what users are searching.
+
+    With `carry_failed`, a source in `failed_sources` (its ingest failed) no longer holds the
+    rest back: the version carries its last good chunks from the live version instead of any it
+    is handed (see _last_good_chunks), and switches in. One that has nothing to carry (never
+    indexed, or the sources file no longer allows what the live version shows of it) is simply
+    not in the version. Only a live version built with another model, whose chunks cannot be
+    carried, still holds it back.
 
     The blocking quality checks run here, before anything is loaded (with `sources`, each
     chunk's ACL is checked against its source's). A source that fails one is treated as a
@@ -45,21 +57,8 @@ def build_index(
     from being indexed as a candidate nor reaches users. So does a source that makes a chunk id
     a source listed before it makes (see _colliding_sources).
     """
-    # Sources kept out of the version for a reason other than a quality check, with why.
-    kept_out = _replaced_sources(chunks, expected or {})
-    if kept_out:
-        chunks = chunks[~chunks["source_id"].isin(kept_out)]
-        failed_sources = sorted(set(failed_sources) | set(kept_out))
-    rejected = admission.admit(chunks, sources) if not chunks.empty else {}
-    if rejected:
-        chunks = chunks[~chunks["source_id"].isin(rejected)]
-        failed_sources = sorted(set(failed_sources) | set(rejected))
-    # After admission: a source kept out by its checks claims no id from a later one.
-    colliding = _colliding_sources(chunks, sources)
-    if colliding:
-        chunks = chunks[~chunks["source_id"].isin(colliding)]
-        failed_sources = sorted(set(failed_sources) | set(colliding))
-        kept_out.update(colliding)
+    chosen = _chunks_to_index(conn, chunks, failed_sources, sources, expected or {}, carry_failed, model_id)
+    chunks, failed_sources, kept_out, rejected, carried = chosen
     if chunks.empty:
         blocked = f"; blocked by quality checks: {admission.describe(rejected)}" if rejected else ""
         blocked += "".join(f"; {sid}: {why}" for sid, why in sorted(kept_out.items()))
@@ -80,8 +79,84 @@ def build_index(
     rows = versions.get_version(conn, version).rows
     if kept_out:
         reason += "; " + "; ".join(f"{sid}: {why}" for sid, why in sorted(kept_out.items()))
+    if carried:
+        reason += "; failed sources: " + "; ".join(f"{sid}: {what}" for sid, what in sorted(carried.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
-    return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **kept_out})
+    return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **kept_out}, carried,
+                        len(chunks))
+
+
+def _chunks_to_index(conn: psycopg.Connection, chunks: pd.DataFrame, failed_sources: list[str],
+                     sources: Mapping[str, Source | SourceError] | None, expected: Mapping[str, str],
+                     carry_failed: bool, model_id: str):
+    """The chunks a version is built from, the sources that count as failed, those kept out
+    (with why), those rejected by the quality checks and what became of each carried source."""
+    ingest_failed = list(failed_sources)
+    # Sources kept out of the version for a reason other than a quality check, with why.
+    kept_out = _replaced_sources(chunks, expected)
+    if kept_out:
+        chunks = chunks[~chunks["source_id"].isin(kept_out)]
+        failed_sources = sorted(set(failed_sources) | set(kept_out))
+    rejected = admission.admit(chunks, sources) if not chunks.empty else {}
+    if rejected:
+        chunks = chunks[~chunks["source_id"].isin(rejected)]
+        failed_sources = sorted(set(failed_sources) | set(rejected))
+    carried: dict[str, str] = {}
+    if carry_failed and sources is not None and ingest_failed:
+        # After admission: the carried chunks passed it when the live version was built, and the
+        # sources file's ACLs are applied to them in _last_good_chunks.
+        last_good, carried, holding = _last_good_chunks(conn, ingest_failed, sources, model_id)
+        # Whatever the failed sources' partitions still hold is older than their failure and not
+        # what users were shown; the live version's chunks are.
+        chunks = chunks[~chunks["source_id"].isin(ingest_failed)]
+        if not last_good.empty:
+            chunks = pd.concat([chunks, last_good], ignore_index=True) if not chunks.empty else last_good
+        failed_sources = sorted((set(failed_sources) - set(ingest_failed)) | set(holding))
+    # After admission: a source kept out by its checks claims no id from a later one.
+    colliding = _colliding_sources(chunks, sources)
+    if colliding:
+        chunks = chunks[~chunks["source_id"].isin(colliding)]
+        failed_sources = sorted(set(failed_sources) | set(colliding))
+        kept_out.update(colliding)
+    return chunks, failed_sources, kept_out, rejected, carried
+
+
+def _last_good_chunks(conn: psycopg.Connection, failed: list[str], sources: Mapping[str, Source | SourceError],
+                      model_id: str) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
+    """The live version's chunks of the failed sources that the sources file still allows as
+    they are shown there, what became of each failed source, and those that must still hold the
+    live version (their chunks cannot be carried into a version of another model).
+
+    A source the file no longer lists, or whose ACL narrowed since (revocation), is not carried:
+    its chunks would be shown wider than the file allows. Its entry need not be valid otherwise:
+    a typo in its format keeps the ACL it states, as revocation.allowed_acls reads it."""
+    live = versions.get_version(conn)
+    if live is None or live.status != "ready":
+        why = "not indexed: its ingest failed and " + ("no version is live" if live is None else
+                                                       f"the live version {live.version} is revoked")
+        return pd.DataFrame(), dict.fromkeys(failed, why), []
+    if live.model_id != model_id:
+        why = f"not indexed: its ingest failed, and the live version {live.version} was embedded by another model"
+        held = [sid for sid in failed if sid in live.sources]
+        return pd.DataFrame(), {sid: why + (f"; {live.version} stays live" if sid in held else "") for sid in failed}, held
+    allowed = revocation.allowed_acls(sources)
+    exposed = revocation.exposures(conn, live.version, allowed)
+    notes, keep = {}, []
+    for sid in failed:
+        if sid not in live.sources:
+            notes[sid] = f"not indexed: its ingest failed and the live version {live.version} does not hold it"
+        elif sid in exposed:
+            notes[sid] = (f"not carried from {live.version}: " + revocation.describe_exposure({sid: exposed[sid]}, allowed))
+        else:
+            keep.append(sid)
+    if not keep:
+        return pd.DataFrame(), notes, []
+    frame = versions.version_chunks(conn, live.version)
+    frame = frame[frame["source_id"].isin(keep)]
+    counts = frame.groupby("source_id").size().to_dict()
+    for sid in keep:
+        notes[sid] = f"its ingest failed; kept its last good chunks ({counts.get(sid, 0)}) from {live.version}"
+    return frame, notes, []
 
 
 def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool) -> tuple[bool, str]:
