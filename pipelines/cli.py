@@ -273,7 +273,7 @@ def _serve(args) -> int:
     from lectio.serving.auth import Verifier
     from lectio.settings import auth_settings
 
-    model.configured_model()  # a bad model setting is one line here, not a traceback from the server's start
+    model.check_settings()  # a bad model setting is one line here, not a traceback from the server's start
     verifier = Verifier.of(auth_settings())
     uvicorn.run(create_app(load_settings(), verifier, pool_size=args.pool), host=args.host, port=args.port,
                 **SERVER_OPTIONS)

@@ -69,15 +69,28 @@ class ModelChoice:
         return choice
 
 
+def configured_name() -> str:
+    """LECTIO_EMBED_MODEL (checked): which packaged model, whatever runtime runs it."""
+    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
+    if name not in PACKAGED_MODELS:
+        raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
+    return name
+
+
+def fp32_model() -> ModelChoice:
+    """The configured model's fp32 vectors (torch's id; ONNX fp32 gives the same vectors), for
+    what must not wait for this machine's measurement or move with it: the semantic splitter's
+    sentence vectors, which decide chunk boundaries and so are part of a ruleset's version."""
+    return ModelChoice(configured_name())
+
+
 @lru_cache(maxsize=4)
 def configured_model(backend: str | None = None) -> ModelChoice:
     """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), and its backend and
     numerics: `backend` where the caller names one, else LECTIO_EMBED_BACKEND and
     LECTIO_EMBED_PRECISION, and what they leave open as this machine measured fastest among the
     runtimes close enough to fp32 (lectio.embedding.backends)."""
-    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
-    if name not in PACKAGED_MODELS:
-        raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
+    name = configured_name()
     chosen_backend, precision = backends.choose(name, release_of(name), backend)
     return ModelChoice(name, precision, chosen_backend)
 
@@ -183,6 +196,26 @@ def one_model_thread() -> None:
     _QUERY_THREAD.torch_set = False
 
 
+@lru_cache(maxsize=16)
+def _query_choice(model_id: str, home) -> ModelChoice:
+    """Read once per process and home: a search must not read the home's record every time (a
+    new measurement is taken up by the next process)."""
+    made = ModelChoice.of_id(model_id)
+    backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision), home)
+    return ModelChoice(made.name, precision, backend)
+
+
+def check_settings() -> None:
+    """The model, backend and numerics settings, each checked (one line naming the variable),
+    without measuring anything."""
+    configured_name()
+    backend, precision = backends.requested(), numerics.requested()
+    if backend == "onnx":
+        onnx_runtime.require()
+    if backend and precision:
+        backends.check(backend, precision)
+
+
 class Embedder:
     """Unit-length float32 embeddings, one per text, whatever the text's length: by the
     configured model unless another is chosen (`backend` names the configured model's runtime,
@@ -205,9 +238,9 @@ class Embedder:
 
     @staticmethod
     def query_choice(model_id: str) -> ModelChoice:
-        made = ModelChoice.of_id(model_id)
-        backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision))
-        return ModelChoice(made.name, precision, backend)
+        from lectio.settings import load_settings
+
+        return _query_choice(model_id, load_settings().home)
 
     @classmethod
     def for_queries_of(cls, model_id: str) -> Embedder:

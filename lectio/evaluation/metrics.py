@@ -131,10 +131,14 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     """Score one index version (default: the live one) with the same search users get; with
     `baselines`, also the plain designs of lectio.evaluation.baselines on the same version."""
     from lectio.embedding.model import Embedder
+    from lectio.index import versions
     from lectio.retrieval.filters import Filters
     from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
 
-    embedder, config = Embedder(), config or SearchConfig(mode=mode)
+    # The version's queries embedded as a search embeds them, whatever runtime this home ingests with.
+    info = versions.get_version(conn, version)
+    embedder = Embedder.for_queries_of(info.model_id) if info is not None else Embedder()
+    config = config or SearchConfig(mode=mode)
     labelled = [
         LabelledQuery(
             id=q.id,

@@ -43,7 +43,7 @@ from lectio.readers.document_model import (
     build,
     is_exception,
 )
-from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, model_id
+from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, fp32_model
 from lectio.readers.raw import RawText, hash_parts, read_text_file
 from lectio.readers.documents import lex
 from lectio.bible.refs import Ref
@@ -67,7 +67,7 @@ RULES = {
     # An introduction longer than this is repeated only by its last sentence on later chunks.
     "intro_repeat_max_tokens": 60,
     "table_header_on_every_chunk": True,
-    "semantic": {"model": model_id(), "percentile": 20, "window_sentences": 2, "min_tokens": 40},
+    "semantic": {"model": fp32_model().id, "percentile": 20, "window_sentences": 2, "min_tokens": 40},
     "parent": "document-section: a heading subtree of >= 2 sections that fits the model",
     "breadcrumb": "title › section path | effective DATE | scope: SCOPE",
     "overlong_words": "a word past the tokenizer's 100 characters is cut every 50 by a space",

@@ -127,6 +127,8 @@ def _join_units(units, paragraph_of, first, last) -> str:
 
 @lru_cache(maxsize=1)
 def _embedder():
-    from lectio.embedding.model import Embedder
+    # fp32 vectors on the fastest runtime recorded as giving them: boundaries never move with the
+    # runtime this machine ingests with (the ruleset's version names the fp32 model).
+    from lectio.embedding.model import Embedder, fp32_model
 
-    return Embedder()
+    return Embedder.for_queries_of(fp32_model().id)

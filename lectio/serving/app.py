@@ -89,14 +89,17 @@ class RevocationLog:
                     info.revoked_reason or "no reason recorded")
 
 
-def _query_embedder(embedder: Embedder, live) -> Embedder:
+def _query_embedder(live) -> Embedder | None:
     """What the live version's queries are embedded with (ONNX where this home measured it as
-    giving the version's vectors, whatever runtime ingests here), so warming it up loads nothing
-    the searches will not use."""
+    giving the version's vectors, whatever runtime ingests here), warmed up, so the service loads
+    nothing its searches will not use and measures nothing; None without a live version."""
     try:
-        return embedder.for_model(live.model_id) if live is not None else embedder
+        embedder = Embedder.for_queries_of(live.model_id) if live is not None else None
     except ValueError:  # a version this process cannot embed for: its searches say so
-        return embedder
+        return None
+    if embedder is not None:
+        embedder.encode(["warm up"])  # the first encode pays for loading
+    return embedder
 
 
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
@@ -106,7 +109,6 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        state["embedder"] = Embedder()
         state["pool"] = ReadPool(settings, size=pool_size, pairs=True)
         # The live version's lexical mirror, so the first search does not pay for building it. A
         # home with no index yet serves (and says it is not ready) as before.
@@ -116,7 +118,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
             state["pool"].run_once(lambda conn: mirror.ensure(conn, live, settings.home))
         except psycopg.Error as exc:
             log.warning("lexical mirror not loaded at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
-        _query_embedder(state["embedder"], live).encode(["warm up"])  # the first encode pays for loading
+        state["embedder"] = _query_embedder(live)
         yield
         state["pool"].close()
 

@@ -17,14 +17,15 @@ from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
 def _clear():
-    for cached in (numerics.requested, backends.choose, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
         cached.cache_clear()
 
 
 @pytest.fixture()
 def fresh(monkeypatch):
     _clear()
-    monkeypatch.delenv("LECTIO_EMBED_PRECISION", raising=False)
+    # fp32 fixed: the backend is what these tests vary (left open, bf16 would be measured too).
+    monkeypatch.setenv("LECTIO_EMBED_PRECISION", "fp32")
     yield monkeypatch
     _clear()
 

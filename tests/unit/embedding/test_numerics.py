@@ -10,12 +10,12 @@ from lectio.embedding import backends, model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.requested, backends.choose, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
         cached.cache_clear()
     # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
     monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.requested, backends.choose, model.configured_model):
+    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
         cached.cache_clear()
 
 
