@@ -26,7 +26,7 @@ from dagster import (
     asset,
     observable_source_asset,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from pipelines.dagster_internals import DATA_VERSION_TAG
 
 from assets.checks import known_notices, vectors_check, vectors_spec
 from lectio.rulesets import registry as ingest

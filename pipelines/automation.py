@@ -56,7 +56,7 @@ from dagster import (
     sensor,
 )
 
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+from pipelines.dagster_internals import BulkActionsFilter, BulkActionStatus
 
 from assets.index import IndexConfig
 from assets.source_assets import entry_failure, source_observations

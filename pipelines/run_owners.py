@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import psutil
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
-from dagster._core.events import JobFailureData, RunFailureReason
+from pipelines.dagster_internals import JobFailureData, RunFailureReason
 
 OWNER_MACHINE_TAG = "lectio/owner_machine"
 OWNER_PID_TAG = "lectio/owner_pid"

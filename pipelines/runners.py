@@ -24,9 +24,8 @@ from dagster import (
     RunConfig,
     RunsFilter,
 )
-from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
-from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
-from dagster._core.workspace.load import location_origins_from_yaml_paths
+from pipelines.dagster_internals import (ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG, RemoteJobOrigin,
+                                        RemoteRepositoryOrigin, location_origins_from_yaml_paths)
 
 from lectio.evaluation import migration_gate
 from lectio.index import locks, retention
@@ -48,7 +47,7 @@ from pipelines.run_owners import owner_tags
 # logger that each blocking chunk check "emitted no result" (its step was skipped too) and that
 # `embeddings` "will proceed" (it does not: it is skipped). The run's report names the entry's
 # problem; these lines would only contradict it on the console.
-logging.getLogger("dagster._core.execution.plan.active").addFilter(
+logging.getLogger(ACTIVE_PLAN_LOGGER).addFilter(
     lambda record: "emitted no result" not in record.getMessage())
 
 # Dagster's console logger prints every event and each failure's stack trace; lectio prints its

@@ -146,3 +146,18 @@ def test_every_module_and_package_states_its_concern():
     """The first thing the next engineer reads of a module: what it is for."""
     missing = sorted(name for name, path in _modules().items() if not ast.get_docstring(ast.parse(path.read_text())))
     assert missing == []
+
+
+def test_dagster_internals_are_taken_in_one_place():
+    """Names from Dagster's private modules come through pipelines/dagster_internals.py only, so
+    an upgrade that moves one is met in one file."""
+    adapter = PROJECT / "pipelines" / "dagster_internals.py"
+    private = []
+    for path in _modules().values():
+        if path == adapter:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            private += [f"{path.relative_to(PROJECT)}: {n}" for n in names if n.startswith("dagster._")]
+    assert private == []

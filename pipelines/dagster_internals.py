@@ -1,0 +1,17 @@
+"""Every name lectio takes from Dagster's private modules, in one place: a Dagster upgrade that
+moves one breaks this file's import, not a module that merely uses it. Each has no public
+equivalent in Dagster 1.13 (say why beside it); prefer a public API wherever one appears."""
+
+# The tag under which a run records an asset's data version (read to tell unchanged inputs).
+from dagster._core.definitions.data_version import DATA_VERSION_TAG  # noqa: F401
+# A failure reported for a run whose process died (no public constructor for its event data).
+from dagster._core.events import JobFailureData, RunFailureReason  # noqa: F401
+# Backfills listed by status, for the index sensor's batches.
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus  # noqa: F401
+# An in-process run recorded under the code location the UI shows (its origin and label).
+from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin  # noqa: F401
+from dagster._core.storage.tags import REPOSITORY_LABEL_TAG  # noqa: F401
+from dagster._core.workspace.load import location_origins_from_yaml_paths  # noqa: F401
+
+# The logger Dagster's step planner writes to (its name is all lectio uses of it).
+ACTIVE_PLAN_LOGGER = "dagster._core.execution.plan.active"
