@@ -117,12 +117,14 @@ def main() -> None:
     args = parser.parse_args()
 
     queries = [q.query for q in select_part(load_queries(args.queries), args.part) if not is_reference(q.query)]
-    embedder = Embedder()
-    vectors = embedder.encode(queries)
     database = ensure_database(load_settings())
     with database.connect() as conn, database.connect() as side:
         schema.ensure_schema(conn)
         version = versions.get_version(conn, args.index)
+        # The version's queries embedded as a search embeds them (its query runtime, which need not
+        # be the runtime this home ingests with), for the stages and the exact comparison alike.
+        embedder = Embedder.for_queries_of(version.model_id)
+        vectors = embedder.encode(queries)
         started = time.perf_counter()
         mirrored = mirror.ensure(conn, version)  # built once per version, as the owner
         mirror_seconds = round(time.perf_counter() - started, 1)
