@@ -193,8 +193,9 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
             # Once, not retried: a probe must hear "not ready" in seconds, not wait out a restart.
             live = state["pool"].run_once(versions.get_version)
         except Exception as exc:  # any failure to reach the database means not ready
-            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-            return JSONResponse({"ready": False, "reason": f"the database does not answer: {reason}"}, status_code=503)
+            # The error names hosts, sockets and roles: the operator's log gets it, a caller does not.
+            log.warning("/ready: the database does not answer: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
+            return JSONResponse({"ready": False, "reason": "the database does not answer"}, status_code=503)
         revocations.note(live)
         if reason := not_ready_reason(live):
             return JSONResponse({"ready": False, "reason": reason}, status_code=503)
