@@ -27,7 +27,7 @@ from dagster import (
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables
 from lectio.index.build import build_index
-from assets.source_assets import entry_failure
+from assets.source_assets import OWNERS, entry_failure
 from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
 from pipelines.outcomes import root_cause
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -80,7 +80,7 @@ def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.Dat
 
 
 def build_index_assets(partitions_def: PartitionsDefinition) -> list:
-    @asset(ins={"chunks": _ALL_AVAILABLE}, group_name="index")
+    @asset(ins={"chunks": _ALL_AVAILABLE}, group_name="index", kinds={"pandas"}, owners=OWNERS)
     def chunk_size_distribution(context: AssetExecutionContext, chunks) -> pd.DataFrame:
         """Token counts per content type and ruleset, with a histogram and the longest chunks."""
         frames = _by_source(chunks, partitions_def)
@@ -103,6 +103,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         return table
 
     @asset(ins={"chunks": _ALL_AVAILABLE, "embeddings": _ALL_AVAILABLE}, group_name="index", pool=INDEX_POOL,
+           kinds={"postgres"}, owners=OWNERS,
            check_specs=[AssetCheckSpec(SOURCES_CHECK, asset="search_index", description=(
                "Every source of the sources file was indexed from its latest ingest; a failed source "
                "(its last good chunks carried over, or left out) fails it, naming why."))])

@@ -36,6 +36,9 @@ from lectio.index import versions
 from lectio.sources import Source, SourceError
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
+# Who answers for these assets in the UI's catalog (Dagster's owner form: an email or team:NAME).
+OWNERS = ["team:platform"]
+
 SOURCE_INPUTS = "source_inputs"
 ENTRY_CHECK = "source_entry"
 PARSE_CHECK = "source_parses"
@@ -130,7 +133,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
                                     "file and line, and no later stage or check runs.")
 
     @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs], check_specs=[entry_spec],
-           output_required=False)
+           output_required=False, kinds={"python"}, owners=OWNERS)
     def raw_texts(context: AssetExecutionContext, corpus: CorpusResource):
         """The source as read, with a content hash so unchanged input is recognised."""
         if problem := entry_problem(corpus, context.partition_key):
@@ -143,7 +146,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units})
         yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
 
-    @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False)
+    @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False,
+           kinds={"pandas"}, owners=OWNERS)
     def parsed_structure(context: AssetExecutionContext, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
         try:
@@ -156,7 +160,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         yield Output(parsed, metadata=ingest.structure_facts(parsed))
         yield AssetCheckResult(check_name=PARSE_CHECK, passed=True, metadata={"source": context.partition_key})
 
-    @asset(partitions_def=partitions_def, group_name="ingest")
+    @asset(partitions_def=partitions_def, group_name="ingest", kinds={"pandas"}, owners=OWNERS)
     def chunks(context: AssetExecutionContext, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
         frame = chunks_frame(ingest.chunk_source(parsed_structure))
@@ -174,7 +178,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
 
     # embedding_vectors is evaluated in this step, not as a check of its own: see assets.checks
     # on why no per-source check may be offered alone.
-    @asset(partitions_def=partitions_def, group_name="embed", check_specs=[vectors_spec(partitions_def)])
+    @asset(partitions_def=partitions_def, group_name="embed", check_specs=[vectors_spec(partitions_def)],
+           kinds={"postgres"}, owners=OWNERS)
     def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource, chunks):
         """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
         with database.connect() as conn:

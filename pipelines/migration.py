@@ -32,6 +32,7 @@ from dagster import (
 )
 
 from assets.index import IndexConfig
+from assets.source_assets import OWNERS
 from lectio.evaluation import migration_gate, migration_report
 from lectio.index import retention, versions
 from lectio.evaluation.metrics import METRICS
@@ -60,7 +61,7 @@ class GateConfig(Config):
 
 
 def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
-    @asset(group_name="migration")
+    @asset(group_name="migration", kinds={"postgres"}, owners=OWNERS)
     def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, database: DatabaseResource,
                          search_index: dict) -> dict:
         """The live index and the candidate scored on the labelled query sets (recall, precision, MRR, nDCG, budget recall),
@@ -94,7 +95,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         return {"live": live, "candidate": candidate, "reports": reports, "query_sets": list(config.query_sets),
                 "k": config.k, "mode": config.mode}
 
-    @asset(group_name="migration", check_specs=[AssetCheckSpec(
+    @asset(group_name="migration", kinds={"postgres"}, owners=OWNERS, check_specs=[AssetCheckSpec(
         GATE_CHECK, asset="live_index",
         description="The candidate is no worse than the live index on the labelled query sets (recall@20 and the "
                     "other guarded metrics within tolerance) and passes the blocking quality checks.")])
