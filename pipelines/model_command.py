@@ -10,7 +10,7 @@ from lectio.embedding.model import MODEL_NAME, release_of
 
 
 def model_command(args) -> int:
-    before = backends._read(backends.onnx_runtime.model_dir(MODEL_NAME, release_of(MODEL_NAME)) / backends.CHOICE_FILE)
+    before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
     record = backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=args.action == "measure")
     if args.json:
         print(json.dumps(record, indent=2, default=str))

@@ -191,6 +191,11 @@ def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
     return chosen in pool or all(key(c) in (record.get("candidates") or {}) for c in pool)
 
 
+def recorded(name: str, release: str, home: Path | None = None) -> dict | None:
+    """The home's recorded measurement as it stands, whatever machine made it; None if none."""
+    return _read(onnx_runtime.model_dir(name, release, home) / CHOICE_FILE)
+
+
 def _read(path: Path) -> dict | None:
     try:
         record = json.loads(path.read_text())
@@ -313,8 +318,7 @@ def query_runtime(name: str, release: str, version: tuple[str, str], home: Path 
     must not pay for a measurement)."""
     if version[1] not in ("fp32", "bf16"):
         return version
-    path = onnx_runtime.model_dir(name, release, home) / CHOICE_FILE
-    record = _read(path)
+    record = recorded(name, release, home)
     if record is None or record.get("machine") != machine():
         return version
     if version[1] == "bf16":

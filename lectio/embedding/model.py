@@ -197,11 +197,11 @@ def one_model_thread() -> None:
 
 
 @lru_cache(maxsize=16)
-def _query_choice(model_id: str, home) -> ModelChoice:
-    """Read once per process and home: a search must not read the home's record every time (a
-    new measurement is taken up by the next process)."""
+def _query_choice(model_id: str, home_setting: str | None) -> ModelChoice:
+    """Read once per process and LECTIO_HOME: a search must neither load the settings nor read
+    the home's record every time (a new measurement is taken up by the next process)."""
     made = ModelChoice.of_id(model_id)
-    backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision), home)
+    backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision))
     return ModelChoice(made.name, precision, backend)
 
 
@@ -238,9 +238,7 @@ class Embedder:
 
     @staticmethod
     def query_choice(model_id: str) -> ModelChoice:
-        from lectio.settings import load_settings
-
-        return _query_choice(model_id, load_settings().home)
+        return _query_choice(model_id, os.environ.get("LECTIO_HOME"))
 
     @classmethod
     def for_queries_of(cls, model_id: str) -> Embedder:

@@ -156,7 +156,7 @@ def _untracked(conn: psycopg.Connection) -> None:
     cannot turn it back on; where the owner may not set it and nobody has, say so."""
     statement = sql.SQL("ALTER ROLE {} SET track_activities = off").format(sql.Identifier(READER_ROLE))
     already = ("SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole "
-               "WHERE r.rolname = %s AND s.setdatabase = 0 AND 'track_activities=off' = ANY (s.setconfig))")
+               "WHERE r.rolname = %(r)s AND s.setdatabase = 0 AND 'track_activities=off' = ANY (s.setconfig))")
     _as_far_as_allowed(conn, statement, already, "reader sessions' query text stays visible to each other; "
                        "bind the token as a parameter")
 
@@ -171,9 +171,9 @@ _NARROWING = (
     ("GRANT TEMPORARY ON DATABASE {db} TO CURRENT_USER",
      "SELECT has_database_privilege(current_user, current_database(), 'TEMPORARY')"),
     ("REVOKE TEMPORARY ON DATABASE {db} FROM PUBLIC",
-     "SELECT NOT has_database_privilege(%s, current_database(), 'TEMPORARY')"),
+     "SELECT NOT has_database_privilege(%(r)s, current_database(), 'TEMPORARY')"),
     ("REVOKE CREATE ON SCHEMA public FROM PUBLIC",
-     "SELECT NOT has_schema_privilege(%s, 'public', 'CREATE')"),
+     "SELECT NOT has_schema_privilege(%(r)s, 'public', 'CREATE')"),
     ("REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), "
      "pg_catalog.lo_from_bytea(oid, bytea), pg_catalog.pg_notify(text, text) FROM PUBLIC",
      "SELECT NOT (has_function_privilege(%(r)s, 'pg_catalog.lo_create(oid)', 'EXECUTE') "
@@ -182,7 +182,7 @@ _NARROWING = (
      "OR has_function_privilege(%(r)s, 'pg_catalog.pg_notify(text, text)', 'EXECUTE'))"),
     # Other sessions' activity (their query text) is the owner's to read, not the reader's.
     ("REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC",
-     "SELECT NOT has_table_privilege(%s, 'pg_catalog.pg_stat_activity', 'SELECT')"),
+     "SELECT NOT has_table_privilege(%(r)s, 'pg_catalog.pg_stat_activity', 'SELECT')"),
     ("REVOKE EXECUTE ON FUNCTION pg_catalog.pg_stat_get_activity(integer), "
      "pg_catalog.pg_stat_get_backend_activity(integer) FROM PUBLIC",
      "SELECT NOT (has_function_privilege(%(r)s, 'pg_catalog.pg_stat_get_activity(integer)', 'EXECUTE') "
@@ -197,20 +197,19 @@ def _narrow_public(conn: psycopg.Connection) -> None:
     narrowing = [(sql.SQL(statement).format(db=db), already) for statement, already in _NARROWING]
     if conn.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster'").fetchone():
         narrowing.append((sql.SQL("REVOKE CONNECT ON DATABASE dagster FROM PUBLIC"),
-                          "SELECT NOT has_database_privilege(%s, 'dagster', 'CONNECT')"))
+                          "SELECT NOT has_database_privilege(%(r)s, 'dagster', 'CONNECT')"))
     for statement, already in narrowing:
         _as_far_as_allowed(conn, statement, already, "PUBLIC keeps this right")
 
 
 def _as_far_as_allowed(conn: psycopg.Connection, statement: sql.Composable, already: str, consequence: str) -> None:
     """Run `statement`; if the owner may not, log it unless `already` (a query of the reader's
-    role name) finds its effect in place."""
+    role name, %(r)s) finds its effect in place."""
     try:
         with conn.transaction():
             conn.execute(statement)
     except psycopg.errors.InsufficientPrivilege as exc:
-        params = {"r": READER_ROLE} if "%(r)s" in already else (READER_ROLE,) if "%s" in already else None
-        if not conn.execute(already, params).fetchone()[0]:
+        if not conn.execute(already, {"r": READER_ROLE}).fetchone()[0]:
             log.warning("could not run %s (%s): %s", statement.as_string(conn), consequence,
                         str(exc).splitlines()[0])
 
