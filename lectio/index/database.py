@@ -10,6 +10,7 @@ import logging
 import os
 import stat
 import subprocess
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,18 @@ def _embedded_server(settings: Settings):
     return _embedded_server_at(settings.home)
 
 
+# The library hands every caller of one data folder the same handle, whose file lock is not safe
+# between threads: a recovering read pool and a request restarting the server at once released it
+# twice ("Unable to release an unaquired lock"). One thread at a time here.
+_OPENING = threading.RLock()
+
+
 def _embedded_server_at(home: Path):
+    with _OPENING:
+        return _open_embedded_server(home)
+
+
+def _open_embedded_server(home: Path):
     get_server = _library()
     _make_home(home)
     try:
