@@ -40,6 +40,7 @@ from lectio.readers.sword_commentary import (
 from lectio.bible.refs import END_OF_CHAPTER, Ref, RefRange
 from lectio.rulesets.commentary_units import Unit, plain, segmenter
 from lectio.rulesets.scripture import chapter_filter
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import paragraphs, sentences, split_to_fit, with_trailing_overlap
 
@@ -259,8 +260,6 @@ def chunk(source: Source, parsed: Commentary) -> list[Chunk]:
         bodies = with_trailing_overlap(pieces, budget)
         texts = [f"{head}\n\n{b}" for b in bodies]
         for i, (text, tokens) in enumerate(zip(texts, count_tokens(texts))):
-            if tokens > MAX_TEXT_TOKENS:  # a defect, not a warning: the model would cut it
-                raise SourceError(source.id, f"a chunk of {unit.entry_id} has {tokens} word pieces")
             part = part_of_entry[unit.entry_id] = part_of_entry.get(unit.entry_id, 0) + 1
             chunk = _make_chunk(source, group, text, tokens, part, passage, section, parsed.chapter_lengths, cited[i])
             chunk.metadata.update(piece=i + 1, pieces=len(pieces), overlap=bodies[i] != pieces[i])
@@ -449,3 +448,15 @@ def _piece_starts(body: str, pieces: list[str]) -> list[int]:
         cursor = kept[found] if found >= 0 else cursor
         starts.append(cursor)
     return starts
+
+
+class Commentaries(Ruleset[Commentary], read=read, parse=parse, chunk=chunk):
+    name = "commentary"
+    versions = {"default": RULESET}
+    granularities = frozenset({"commentary"})
+
+    def units(self, commentary: Commentary) -> int:
+        return len(commentary.units)
+
+
+COMMENTARY = Commentaries()

@@ -47,6 +47,7 @@ from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, fp32_model
 from lectio.readers.raw import RawText, hash_parts, read_text_file
 from lectio.readers.documents import lex
 from lectio.bible.refs import Ref
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.semantic_split import fit_sentences, semantic_split, token_size
 from lectio.rulesets.textsplit import break_overlong_words, sentences
@@ -458,8 +459,6 @@ def _to_chunks(source: Source, document: Document, specs: list[dict]) -> list[Ch
     tokens = count_tokens([s["text"] for s in specs])
     chunks = []
     for spec, n in zip(specs, tokens):
-        if n > MAX_TEXT_TOKENS:  # a chunk the model would truncate is a defect, not a warning
-            raise SourceError(source.id, f"chunk {spec['chunk_id']} has {n} word pieces, over the model's {MAX_TEXT_TOKENS}")
         refs = cited_verse_ids(spec["text"])  # ranges expanded with real verse counts
         chunks.append(
             Chunk.for_source(
@@ -478,3 +477,12 @@ def _to_chunks(source: Source, document: Document, specs: list[dict]) -> list[Ch
             )
         )
     return chunks
+
+
+class Documents(Ruleset[Document], read=read, parse=parse, chunk=chunk):
+    name = "document"
+    versions = {"default": RULESET}
+    granularities = frozenset({"document-section", "section"})
+
+
+DOCUMENTS = Documents()

@@ -30,15 +30,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from lectio.rulesets import documents
 from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.rulesets.patristic import fit_paragraphs
 from lectio.bible.verses import cited_verse_ids, verse_ids
-from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref, RefRange, UnknownReference, parse_reference
 from lectio.sources import Source, SourceError
-from lectio.rulesets.blocks import Prose, blocks, first_repeated
+from lectio.rulesets.headed import HeadedProse, Outline, fit_paragraphs
 from lectio.rulesets.textsplit import sentences
 
 REGISTERS = ("grammar", "background", "application", "exposition")  # priority order
@@ -122,11 +119,6 @@ def register_of(sentence: str) -> str:
     return "exposition"
 
 
-# ---------------------------------------------------------------- raw text
-
-read = documents.read  # a UTF-8 file, with the documents reader's errors
-
-
 # ---------------------------------------------------------------- parsed structure
 
 
@@ -178,48 +170,35 @@ def _key(refs: tuple[str, ...]) -> str:
     return f"{first.id}_{end}"
 
 
-def parse(source: Source, raw: RawText) -> Commentary:
-    author = source.metadata.get("author")
-    if not author:
-        raise SourceError(source.id, "a modern commentary source needs an 'author' (it heads every chunk)")
-    passages: list[Passage] = []
-    current = {"label": "Introduction", "title": None, "refs": (), "key": "intro"}
-    paragraphs: list[Paragraph] = []
-    section: str | None = None
-    file_title: str | None = None
-    started = False
+class _Passages(Outline[Passage]):
+    """A passage heading closes the passage open and opens the next; any other heading names a
+    section of the passage open."""
 
-    def open_passage(ranges: list[RefRange], title: str | None, heading: str):
-        nonlocal section
-        if paragraphs:
-            passages.append(Passage(paragraphs=tuple(paragraphs), **current))
-            paragraphs.clear()
+    def __init__(self, source: Source):
+        super().__init__(source)
+        self.current = {"label": "Introduction", "title": None, "refs": (), "key": "intro"}
+        self.section: str | None = None
+
+    def opens(self, heading: str, level: int) -> tuple[list[RefRange], str | None] | None:
+        return _passage_heading(self.source, heading)
+
+    def open(self, found: tuple[list[RefRange], str | None], heading: str) -> None:
+        self.close()
+        ranges, title = found
         refs = verse_ids(ranges)
         if not refs:
-            raise SourceError(source.id, f"passage heading {heading!r} covers no verse")
-        current.update(label="; ".join(r.label for r in ranges), title=title, refs=refs, key=_key(refs))
-        section = None
+            raise SourceError(self.source.id, f"passage heading {heading!r} covers no verse")
+        self.current.update(label="; ".join(r.label for r in ranges), title=title, refs=refs, key=_key(refs))
+        self.section = None
 
-    for block in blocks(raw.payload, source.format == "markdown", heads=lambda line: _passage_heading(source, line)):
-        if isinstance(block, Prose):
-            paragraphs.append(Paragraph(section, block.text))
-        elif found := _passage_heading(source, block.text):
-            open_passage(*found, block.text)
-        elif not started and file_title is None and block.level == 1:
-            file_title = block.text
-        else:
-            section = block.text
-        started = True
-    if paragraphs:
-        passages.append(Passage(paragraphs=tuple(paragraphs), **current))
+    def heading(self, heading: str) -> None:
+        self.section = heading
 
-    if not passages:
-        raise SourceError(source.id, f"{source.path} has no paragraphs of text")
-    if (repeated := first_repeated([p.key for p in passages])) is not None:
-        label = next(p.label for p in passages if p.key == repeated)
-        raise SourceError(source.id, f"passage {label!r} is commented on twice; merge the two sections")
-    title = source.metadata.get("title") or file_title or source.id
-    return Commentary(author=str(author), title=str(title), passages=tuple(passages))
+    def paragraph(self, text: str) -> None:
+        super().paragraph(Paragraph(self.section, text))
+
+    def division(self, paragraphs: tuple[Paragraph, ...]) -> Passage:
+        return Passage(paragraphs=paragraphs, **self.current)
 
 
 # ---------------------------------------------------------------- register groups
@@ -387,8 +366,6 @@ def chunk(source: Source, commentary: Commentary) -> list[Chunk]:
                 pieces.append((g, body))
         texts = [f"{_header(commentary, passage, g.section, g.register)}\n{body}" for g, body in pieces]
         for k, ((g, body), text, tokens) in enumerate(zip(pieces, texts, count_tokens(texts)), start=1):
-            if tokens > MAX_TEXT_TOKENS:  # the model would cut it: a defect, never a warning
-                raise SourceError(source.id, f"{passage.label} part {k} is {tokens} tokens")
             crumb = [commentary.title, passage.label + (f" — {passage.title}" if passage.title else "")]
             chunks.append(
                 Chunk.for_source(
@@ -416,3 +393,22 @@ def chunk(source: Source, commentary: Commentary) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+class Modern(HeadedProse[Commentary, Passage], chunk=chunk):
+    name = "modern"
+    versions = {"default": RULESET}
+    granularities = frozenset({"register"})
+    described = "a modern commentary source"
+    work = Commentary
+    outline = _Passages
+
+    def repeated(self, passage: Passage) -> str:
+        return f"passage {passage.label!r} is commented on twice; merge the two sections"
+
+    def units(self, commentary: Commentary) -> int:
+        return len(commentary.passages)
+
+
+MODERN = Modern()
+read, parse = MODERN.read, MODERN.parse

@@ -25,6 +25,7 @@ from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts, read_text_file, unstorable
 from lectio.bible.verses import verse_ids
 from lectio.bible.refs import Ref, RefRange, UnknownReference, find_references, parse_reference
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import break_overlong_words, pack, paragraphs, sentences, split_sentences_to_fit
 
@@ -168,10 +169,6 @@ def chunk(source: Source, notes: list[Note]) -> list[Chunk]:
         refs = verse_ids(list(note.ranges))
         for n, piece in enumerate(pieces, start=1):
             tokens = count_tokens([piece])[0]
-            if tokens > MAX_TEXT_TOKENS:  # split_note makes this unreachable; a defect if not
-                raise SourceError(
-                    source.id, f"line {note.line}: piece {n} has {tokens} word pieces (limit {MAX_TEXT_TOKENS})"
-                )
             chunks.append(
                 Chunk.for_source(
                     source,
@@ -255,3 +252,12 @@ def _trailing(units: list[str], budget: int) -> list[str]:
             break
         kept, used = kept + 1, used + size
     return units[len(units) - kept :]
+
+
+class Notes(Ruleset[list[Note]], read=read, parse=parse, chunk=chunk):
+    name = "notes"
+    versions = {"default": RULESET}
+    granularities = frozenset({"note"})
+
+
+NOTES = Notes()

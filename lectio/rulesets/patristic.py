@@ -25,23 +25,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-from lectio.rulesets import documents
 from lectio.rulesets.chunk import Chunk, ruleset_version, source_chunk_id
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
-from lectio.readers.raw import RawText
 from lectio.bible.refs import Ref
 from lectio.bible.verses import cited_verse_ids
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
-from lectio.rulesets.blocks import Prose, blocks, first_repeated
-from lectio.rulesets.textsplit import even_pack, split_sentences_to_fit
+from lectio.rulesets.headed import HeadedProse, Outline, fit_paragraphs
 
 VOCABULARY = PROJECT_ROOT / "data" / "vocabulary" / "patristic_topics.yaml"
 
@@ -71,13 +67,6 @@ RULES = {
     "revision": 2,
 }
 RULESET = ruleset_version("patristic", RULES)
-
-
-# ---------------------------------------------------------------- raw text
-
-# Reading a patristic file is reading a UTF-8 file; the documents reader already does that,
-# with the same errors for a missing, empty or undecodable file.
-read = documents.read
 
 
 # ---------------------------------------------------------------- parsed structure
@@ -141,51 +130,31 @@ def _number(source: Source, text: str) -> int:
     return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
 
 
-def parse(source: Source, raw: RawText) -> Work:
-    author = source.metadata.get("author")
-    if not author:
-        raise SourceError(source.id, "a patristic source needs an 'author' (it heads every chunk)")
-    divisions: list[Division] = []
-    state = {"book": None, "book_title": None, "chapter": None, "title": None}
-    paragraphs: list[str] = []
-    file_title: str | None = None
-    started = False  # a division or some text has been seen
+class _Divisions(Outline[Division]):
+    """A new Book or Chapter heading, or any other heading (a named division such as
+    "Preface"), closes the division open and opens the next."""
 
-    def close_division():
-        if paragraphs:
-            divisions.append(Division(paragraphs=tuple(paragraphs), **state))
-            paragraphs.clear()
+    def __init__(self, source: Source):
+        super().__init__(source)
+        self.state = {"book": None, "book_title": None, "chapter": None, "title": None}
 
-    def open_division(match: re.Match | None, heading: str):
-        close_division()
-        if match is None:  # a named division such as "Preface"
-            state.update(chapter=None, title=heading)
-        elif match["kind"].lower() == "book":
-            state.update(book=_number(source, match["number"]), book_title=match["title"], chapter=None, title=None)
+    def opens(self, heading: str, level: int) -> re.Match | None:
+        return (_LINE_DIVISION if level == 0 else _HEADING_DIVISION).fullmatch(heading)
+
+    def open(self, match: re.Match, heading: str) -> None:
+        self.close()
+        if match["kind"].lower() == "book":
+            number = _number(self.source, match["number"])
+            self.state.update(book=number, book_title=match["title"], chapter=None, title=None)
         else:
-            state.update(chapter=_number(source, match["number"]), title=match["title"])
+            self.state.update(chapter=_number(self.source, match["number"]), title=match["title"])
 
-    for block in blocks(raw.payload, source.format == "markdown", heads=_LINE_DIVISION.fullmatch):
-        if isinstance(block, Prose):
-            paragraphs.append(block.text)
-        elif block.level == 0:  # a plain-text division line
-            open_division(_LINE_DIVISION.fullmatch(block.text), block.text)
-        else:
-            match = _HEADING_DIVISION.fullmatch(block.text)
-            if match is None and not started and file_title is None and block.level == 1:
-                file_title = block.text  # "# On Grace and the Will" above everything else
-                continue
-            open_division(match, block.text)
-        started = True
-    close_division()
+    def heading(self, heading: str) -> None:
+        self.close()
+        self.state.update(chapter=None, title=heading)
 
-    if not divisions:
-        raise SourceError(source.id, f"{source.path} has no paragraphs of text")
-    if (repeated := first_repeated([d.key for d in divisions])) is not None:
-        where = next(d.locator for d in divisions if d.key == repeated)
-        raise SourceError(source.id, f"division {where!r} occurs more than once; numbering must be unique")
-    title = source.metadata.get("title") or file_title or source.id
-    return Work(author=str(author), title=str(title), divisions=tuple(divisions))
+    def division(self, paragraphs: tuple[str, ...]) -> Division:
+        return Division(paragraphs=paragraphs, **self.state)
 
 
 # ---------------------------------------------------------------- topics and positions
@@ -247,16 +216,6 @@ def load_vocabulary(path: Path = VOCABULARY) -> Vocabulary:
 # ---------------------------------------------------------------- chunks
 
 
-def fit_paragraphs(paragraphs: Iterable[str], budget: int) -> list[str]:
-    """Bodies within `budget` word pieces: whole paragraphs where they fit, a longer paragraph
-    cut evenly between sentences, and the units packed evenly (so no scrap is left at the end).
-    Paragraphs are joined with a blank line, so a body still shows where they break."""
-    units: list[str] = []
-    for paragraph in paragraphs:
-        units.extend(split_sentences_to_fit(paragraph, budget))
-    return even_pack(units, budget, joiner="\n\n")
-
-
 def chunk(source: Source, work: Work) -> list[Chunk]:
     try:
         vocabulary = load_vocabulary()
@@ -273,8 +232,6 @@ def chunk(source: Source, work: Work) -> list[Chunk]:
         bodies = fit_paragraphs(division.paragraphs, budget)
         texts = [f"{header}\n{body}" for body in bodies]
         for part, (body, text, tokens) in enumerate(zip(bodies, texts, count_tokens(texts)), start=1):
-            if tokens > MAX_TEXT_TOKENS:  # the model would cut it: a defect, never a warning
-                raise SourceError(source.id, f"{locator or 'text'} part {part} is {tokens} tokens")
             refs = cited_verse_ids(body)
             topics, positions = vocabulary.tag(body)
             whole = len(bodies) == 1
@@ -307,3 +264,22 @@ def chunk(source: Source, work: Work) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+class Patristic(HeadedProse[Work, Division], chunk=chunk):
+    name = "patristic"
+    versions = {"default": RULESET}
+    granularities = frozenset({"chapter", "section", "paragraph"})
+    described = "a patristic source"
+    work = Work
+    outline = _Divisions
+
+    def repeated(self, division: Division) -> str:
+        return f"division {division.locator!r} occurs more than once; numbering must be unique"
+
+    def units(self, work: Work) -> int:
+        return len(work.divisions)
+
+
+PATRISTIC = Patristic()
+read, parse = PATRISTIC.read, PATRISTIC.parse

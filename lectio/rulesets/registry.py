@@ -2,25 +2,27 @@
 
 The source is validated once, where it is read; the raw text and the parsed structure carry it
 on, so every later stage works on the same description and none reads the sources file again.
-A bad entry fails its own read with a SourceError and never another source's.
+A bad entry fails its own read with a SourceError and never another source's. After chunking,
+every ruleset is held here to the contract it states (lectio.rulesets.base).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from lectio.rulesets import commentary
-from lectio.rulesets import documents
-from lectio.rulesets import strongs
-from lectio.rulesets import modern
-from lectio.rulesets import notes
-from lectio.rulesets import patristic
-from lectio.rulesets import westminster
-from lectio.rulesets import scripture
-from lectio.rulesets import theses
-from lectio.rulesets.chunk import Chunk
+from lectio.rulesets.base import Ruleset
+from lectio.rulesets.chunk import GRANULARITIES, Chunk
+from lectio.rulesets.commentary import COMMENTARY
+from lectio.rulesets.documents import DOCUMENTS
+from lectio.rulesets.modern import MODERN
+from lectio.rulesets.notes import NOTES
+from lectio.rulesets.patristic import PATRISTIC
+from lectio.rulesets.scripture import SCRIPTURE
+from lectio.rulesets.strongs import LEXICON
+from lectio.rulesets.theses import THESES
+from lectio.rulesets.westminster import WESTMINSTER
 from lectio.embedding.model import model_id
 from lectio.readers.changes import input_fingerprint
 from lectio.readers.raw import RawText
@@ -29,34 +31,34 @@ from lectio.sources import Source, SourceError, load_source, parse_entry, read_e
 
 @dataclass(frozen=True)
 class Format:
-    read: Callable[[Source, Path], RawText]
-    parse: Callable[[Source, RawText], Any]
-    chunk: Callable[[Source, Any], list[Chunk]]
-    ruleset: str
+    rules: Ruleset
+    ruleset: str  # the rules' version, recorded in each of its sources' fingerprints
 
-
-def _module_format(module) -> Format:
-    # A module with several named rulesets (scripture's baselines) is versioned by all of them.
-    versions = getattr(module, "RULESETS", {"default": module.RULESET})
-    return Format(module.read, module.parse, module.chunk, ",".join(sorted(versions.values())))
+    @classmethod
+    def of(cls, rules: Ruleset) -> "Format":
+        # Checked when registered: a ruleset that cuts a new granularity adds it to
+        # GRANULARITIES, so the quality checks and the filters know it.
+        if unknown := rules.granularities - GRANULARITIES:
+            raise ValueError(f"ruleset {rules.name!r} cuts granularities no filter knows: {', '.join(sorted(unknown))}")
+        return cls(rules, rules.version)
 
 
 # (format, kind) → handler; kind None is the format's default. The same file format can hold
 # different content types (a markdown document, a patristic text), each with its own ruleset.
 FORMATS: dict[tuple[str, str | None], Format] = {
-    ("sword-bible", None): _module_format(scripture),
-    ("markdown", None): _module_format(documents),
-    ("text", None): _module_format(documents),
-    ("html", None): _module_format(documents),
-    ("sword-commentary", None): _module_format(commentary),
-    ("sword-lexicon", None): _module_format(strongs),
-    ("westminster-json", None): _module_format(westminster),
-    ("text", "reformation"): _module_format(theses),
-    ("notes-jsonl", None): _module_format(notes),
-    ("markdown", "patristic"): _module_format(patristic),
-    ("text", "patristic"): _module_format(patristic),
-    ("markdown", "modern"): _module_format(modern),
-    ("text", "modern"): _module_format(modern),
+    ("sword-bible", None): Format.of(SCRIPTURE),
+    ("markdown", None): Format.of(DOCUMENTS),
+    ("text", None): Format.of(DOCUMENTS),
+    ("html", None): Format.of(DOCUMENTS),
+    ("sword-commentary", None): Format.of(COMMENTARY),
+    ("sword-lexicon", None): Format.of(LEXICON),
+    ("westminster-json", None): Format.of(WESTMINSTER),
+    ("text", "reformation"): Format.of(THESES),
+    ("notes-jsonl", None): Format.of(NOTES),
+    ("markdown", "patristic"): Format.of(PATRISTIC),
+    ("text", "patristic"): Format.of(PATRISTIC),
+    ("markdown", "modern"): Format.of(MODERN),
+    ("text", "modern"): Format.of(MODERN),
 }
 
 
@@ -94,22 +96,39 @@ def format_of(source: Source) -> Format:
 
 
 def read_source(source: Source, corpus_dir: Path) -> RawText:
-    return replace(format_of(source).read(source, corpus_dir), source=source)
+    return replace(format_of(source).rules.read(source, corpus_dir), source=source)
 
 
 def parse_source(raw: RawText) -> Parsed:
     if raw.source is None:
         raise ValueError(f"raw text of {raw.source_id!r} does not carry its source; read it with read_source")
-    return Parsed(raw.source, format_of(raw.source).parse(raw.source, raw), raw.units)
+    return Parsed(raw.source, format_of(raw.source).rules.parse(raw.source, raw), raw.units)
 
 
 def chunk_source(parsed: Parsed) -> list[Chunk]:
     source = parsed.source
-    chunks = format_of(source).chunk(source, parsed.structure)
-    ids = [c.chunk_id for c in chunks]
-    if len(set(ids)) != len(ids):
-        raise SourceError(source.id, f"{len(ids) - len(set(ids))} duplicate chunk ids")
+    rules = format_of(source).rules
+    chunks = rules.chunk(source, parsed.structure)
+    hold_to_contract(source, rules, chunks)
     return chunks
+
+
+def hold_to_contract(source: Source, rules: Ruleset, chunks: list[Chunk]) -> None:
+    """What every ruleset promises of its chunks, checked here once for all of them: ids unique
+    (two chunks with one id would overwrite each other in the index), a granularity the ruleset
+    declares (filters and metrics know no other), and no text longer than the ruleset's cap (the
+    model would cut it: a defect, never a warning)."""
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.chunk_id in seen:
+            raise SourceError(source.id, f"chunk {chunk.chunk_id} is made twice; chunk ids must be unique")
+        seen.add(chunk.chunk_id)
+        if chunk.granularity not in rules.granularities:
+            raise SourceError(source.id, f"chunk {chunk.chunk_id} has granularity {chunk.granularity!r}, which "
+                                         f"ruleset {rules.name!r} does not cut ({', '.join(sorted(rules.granularities))})")
+        if rules.max_tokens is not None and chunk.tokens > rules.max_tokens:
+            raise SourceError(source.id, f"chunk {chunk.chunk_id} has {chunk.tokens} word pieces; its ruleset "
+                                         f"allows {rules.max_tokens} (the model would cut the rest)")
 
 
 def run_source(sources_file: Path, source_id: str, corpus_dir: Path) -> tuple[Parsed, list[Chunk]]:
@@ -119,25 +138,6 @@ def run_source(sources_file: Path, source_id: str, corpus_dir: Path) -> tuple[Pa
 
 
 def structure_facts(parsed: Parsed) -> dict[str, Any]:
-    """What the parsed-structure stage shows about a source: verse counts for a Bible (empty
-    slots listed, not dropped), the number of structural units for anything else."""
-    import pandas as pd
-
-    units_read = parsed.units_read
-    parsed = parsed.structure
-    if isinstance(parsed, pd.DataFrame):  # scripture: one row per verse slot
-        empty = parsed.loc[parsed["text"] == "", "ref"].tolist()
-        return {
-            "verse_slots": len(parsed),
-            "verses": len(parsed) - len(empty),
-            "empty_verses": len(empty),
-            "empty_verse_refs": ", ".join(empty) or "none",
-            "paragraph_starts": int(parsed["paragraph_start"].sum()),
-            "books": int(parsed["book"].nunique()),
-            "chapters": int(parsed[["book", "chapter"]].drop_duplicates().shape[0]),
-            "units_read": units_read,
-        }
-    facts: dict[str, Any] = {"units_read": units_read}
-    if hasattr(parsed, "__len__"):
-        facts["structural_units"] = len(parsed)
-    return facts
+    """What the parsed-structure stage shows about a source: what its ruleset tells of its
+    structure (verse counts for a Bible, the number of structural units for anything else)."""
+    return {"units_read": parsed.units_read, **format_of(parsed.source).rules.facts(parsed.structure)}

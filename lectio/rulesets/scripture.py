@@ -19,6 +19,7 @@ from lectio.bible.pericopes import ATTRIBUTION, assign_pericopes, load_pericopes
 from lectio.readers.raw import RawText, hash_parts
 from lectio.readers.sword_bible import MAX_VERSE_CHARS, parse_verse, read_sword_bible
 from lectio.bible.refs import UnknownReference, parse_reference
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import sentences
 
@@ -423,3 +424,30 @@ def _fixed_windows(verses: list[tuple], source: Source, suffix: str, window_toke
 
 def _label(verse) -> str:
     return f"{book_by_id(verse.book).name} {verse.chapter}:{verse.verse}"
+
+
+class Scripture(Ruleset[pd.DataFrame], read=read, parse=parse, chunk=chunk):
+    """The structure is one row per verse slot (see `parse`)."""
+
+    name = "scripture"
+    versions = RULESETS
+    granularities = frozenset({"verse", "pericope", "paragraph", "chapter", "window"})
+    # Pericopes, chapters and fixed windows are longer than the model's window by design: the
+    # embedder embeds such a text as the mean of its windows.
+    max_tokens = None
+
+    def facts(self, structure: pd.DataFrame) -> dict:
+        """Verse counts, the empty slots listed rather than dropped."""
+        empty = empty_verses(structure)
+        return {
+            "verse_slots": len(structure),
+            "verses": len(structure) - len(empty),
+            "empty_verses": len(empty),
+            "empty_verse_refs": ", ".join(empty) or "none",
+            "paragraph_starts": int(structure["paragraph_start"].sum()),
+            "books": int(structure["book"].nunique()),
+            "chapters": int(structure[["book", "chapter"]].drop_duplicates().shape[0]),
+        }
+
+
+SCRIPTURE = Scripture()

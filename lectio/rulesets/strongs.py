@@ -20,6 +20,7 @@ from lectio.readers.corpus import CorpusError, ensure_sword_module
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts
 from lectio.readers.zld import ZldError, read_zld
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import split_to_fit
 
@@ -160,3 +161,12 @@ def chunk(source: Source, entries: list[Entry]) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+class Lexicon(Ruleset[list[Entry]], read=read, parse=parse, chunk=chunk):
+    name = "lexicon"
+    versions = {"default": RULESET}
+    granularities = frozenset({"lexicon-entry"})
+
+
+LEXICON = Lexicon()

@@ -19,7 +19,9 @@ from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts, read_text_file
 from lectio.rulesets.westminster import refs_of
 from lectio.sources import Source, SourceError
-from lectio.rulesets.textsplit import break_overlong_words, even_pack, paragraphs, split_sentences_to_fit
+from lectio.rulesets.base import Ruleset
+from lectio.rulesets.headed import fit_paragraphs
+from lectio.rulesets.textsplit import break_overlong_words, paragraphs
 
 RULES = {
     "unit": "thesis with its proof",
@@ -133,7 +135,7 @@ def _chunks(source, base_id, granularity, place, statement, body, about) -> list
     budget = MAX_TEXT_TOKENS - count_tokens([widest])[0]
     if budget < _MIN_PROOF_BUDGET:
         raise SourceError(source.id, f"{place} is too long to repeat on every piece of its proof")
-    pieces = _fit(list(body), budget) if body else [""]
+    pieces = fit_paragraphs(body, budget) if body else [""]
     chunks = []
     for part, piece in enumerate(pieces, start=1):
         split = len(pieces) > 1
@@ -141,8 +143,6 @@ def _chunks(source, base_id, granularity, place, statement, body, about) -> list
         content = f"{lead}{piece}"
         text = f"{header}\n\n{content}"
         tokens = count_tokens([text])[0]
-        if tokens > MAX_TEXT_TOKENS:  # the budget makes this unreachable; a defect if not
-            raise SourceError(source.id, f"{place} piece {part} has {tokens} word pieces (limit {MAX_TEXT_TOKENS})")
         refs, ordinal, ranges = refs_of(content)
         carried = {k: v for k, v in source.metadata.items() if k in ("author", "tradition", "tier")}
         chunks.append(
@@ -163,9 +163,13 @@ def _chunks(source, base_id, granularity, place, statement, body, about) -> list
     return chunks
 
 
-def _fit(body: list[str], budget: int) -> list[str]:
-    """Proof paragraphs packed evenly within budget; a paragraph too long is cut at sentences."""
-    units: list[str] = []
-    for paragraph in body:
-        units.extend(split_sentences_to_fit(paragraph, budget))
-    return even_pack(units, budget, joiner="\n\n")
+class Theses(Ruleset[Disputation], read=read, parse=parse, chunk=chunk):
+    name = "theses"
+    versions = {"default": RULESET}
+    granularities = frozenset({"preface", "thesis"})
+
+    def units(self, disputation: Disputation) -> int:
+        return len(disputation.theses)
+
+
+THESES = Theses()

@@ -23,6 +23,7 @@ from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.readers.raw import RawText, hash_parts
 from lectio.bible.refs import Ref, find_references
 from lectio.bible.verses import verse_ids
+from lectio.rulesets.base import Ruleset
 from lectio.sources import Source, SourceError
 from lectio.rulesets.textsplit import split_sentences_to_fit
 
@@ -241,8 +242,6 @@ def _pieces(widest_prefix: str, body: str) -> list[str]:
 
 def _chunk(source: Source, unit: Unit, *, chunk_id, text, refs, ordinal, metadata) -> Chunk:
     tokens = count_tokens([text])[0]
-    if tokens > MAX_TEXT_TOKENS:  # the budget above makes this unreachable; a defect if not
-        raise SourceError(source.id, f"chunk {chunk_id} has {tokens} word pieces (limit {MAX_TEXT_TOKENS})")
     if unit.is_qa:
         crumb = [unit.document_title, f"Q. {unit.number}"]
         about = {"question_number": unit.number, "question": unit.question}
@@ -275,3 +274,10 @@ def refs_of(text: str) -> tuple[tuple[str, ...], int | None, list[str]]:
     return ids, (Ref.from_id(ids[0]).ordinal if ids else None), [r.label for r in ranges]
 
 
+class Westminster(Ruleset[list[Unit]], read=read, parse=parse, chunk=chunk):
+    name = "reformation"
+    versions = {"default": RULESET}
+    granularities = frozenset({"qa", "section"})
+
+
+WESTMINSTER = Westminster()

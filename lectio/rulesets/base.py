@@ -1,0 +1,62 @@
+"""The contract every ruleset keeps: read → parse → chunk, a name and version, the granularities
+it cuts and the size its chunks may reach.
+
+A ruleset states these and the registry holds it to them once, after chunking, for every
+source (lectio.rulesets.registry.chunk_source): a new content type writes its own rules and
+none of the checks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Generic, TypeVar
+
+from lectio.embedding.model import MAX_TEXT_TOKENS
+from lectio.readers.raw import RawText
+from lectio.rulesets.chunk import Chunk
+from lectio.sources import Source
+
+S = TypeVar("S")  # the parsed structure a ruleset's parse makes and its chunk takes
+
+
+class Ruleset(ABC, Generic[S]):
+    name: ClassVar[str]
+    # Named rulesets → their versions (scripture's baselines are several); most have one.
+    versions: ClassVar[dict[str, str]]
+    granularities: ClassVar[frozenset[str]]
+    # The most word pieces a chunk's text may hold: the model's window, since a text it would
+    # cut is a defect. None where longer chunks are the point (scripture's pericopes, chapters
+    # and fixed windows, which the embedder windows itself).
+    max_tokens: ClassVar[int | None] = MAX_TEXT_TOKENS
+
+    def __init_subclass__(cls, **stages: Callable):
+        """`class Notes(Ruleset[...], read=read, parse=parse, chunk=chunk)`: a ruleset whose
+        stages are its module's functions."""
+        for name in ("read", "parse", "chunk"):
+            if name in stages:
+                setattr(cls, name, staticmethod(stages.pop(name)))
+        super().__init_subclass__(**stages)
+
+    @property
+    def version(self) -> str:
+        """What a source's fingerprint records: every named ruleset's version, so a change to
+        any of them re-chunks the sources this ruleset reads."""
+        return ",".join(sorted(self.versions.values()))
+
+    @abstractmethod
+    def read(self, source: Source, corpus_dir: Path | None) -> RawText: ...
+
+    @abstractmethod
+    def parse(self, source: Source, raw: RawText) -> S: ...
+
+    @abstractmethod
+    def chunk(self, source: Source, structure: S) -> list[Chunk]: ...
+
+    def facts(self, structure: S) -> dict[str, Any]:
+        """What the parsed-structure stage shows about a source (Dagster metadata): by default
+        how many structural units it has."""
+        return {"structural_units": self.units(structure)}
+
+    def units(self, structure: S) -> int:
+        return len(structure)  # type: ignore[arg-type]  # a structure that is a list of units
