@@ -25,7 +25,7 @@ from dagster import (
 )
 
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
-from lectio.index import locks, tables
+from lectio.index import locks, tables, versions
 from lectio.index.build import build_index
 from assets.source_assets import OWNERS, entry_failure
 from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
@@ -56,7 +56,7 @@ class IndexConfig(Config):
     # a source whose stored chunks differ was overwritten by another run and is not indexed.
     expected_chunks: dict[str, str] = {}
     # A failed source keeps its last good chunks (from the live version) and the others go live
-    # without it; False keeps the whole live version instead (`lectio run`, which exits 1).
+    # without it, however the build was launched; False keeps the whole live version instead.
     carry_failed_sources: bool = True
 
 
@@ -82,7 +82,7 @@ def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.Dat
 def build_index_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(ins={"chunks": _ALL_AVAILABLE}, group_name="index", kinds={"pandas"}, owners=OWNERS)
     def chunk_size_distribution(context: AssetExecutionContext, chunks) -> pd.DataFrame:
-        """Token counts per content type and ruleset, with a histogram and the longest chunks."""
+        """Token counts per source, content type and ruleset, with a histogram and the longest chunks."""
         frames = _by_source(chunks, partitions_def)
         if not frames:
             raise RuntimeError("no source has chunks: every source failed")
@@ -122,9 +122,11 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         # With nothing ready, every source failed: the build may still carry their last good chunks.
         frame = pd.concat(ready.values(), ignore_index=True) if ready else pd.DataFrame(columns=CHUNK_COLUMN_NAMES)
         with database.connect() as conn, locks.writer_lock_unless_held(conn, "this index build"):
+            live_before = versions.live_version(conn)
             outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
                                   sources=corpus.sources(), expected=config.expected_chunks,
                                   carry_failed=config.carry_failed_sources)
+            live_now = versions.live_version(conn)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected) - set(failed))
         why = {**_why_failed(context.instance, failed), **outcome.rejected}
@@ -138,6 +140,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "version": outcome.version,
                 "rows": outcome.rows,
                 "live": outcome.live,
+                "live_index": live_change(live_before, live_now, outcome.version),
                 "reused_existing_version": outcome.reused_existing,
                 "decision": outcome.reason,
                 "sources": ", ".join(indexed),
@@ -148,6 +151,16 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         yield _sources_check(problems, outcome.version, outcome.live)
 
     return [chunk_size_distribution, search_index]
+
+
+def live_change(before: str | None, now: str | None, version: str) -> str:
+    """What a build did to the live index, in words: a bare `live: False` read like a failure when
+    the live version simply stayed (a candidate, or a version already live)."""
+    if before == now:
+        if now is None:
+            return f"nothing is live; {version} built"
+        return f"kept {now} live" + (" (this build's version)" if now == version else f"; {version} not switched in")
+    return f"switched {before or 'nothing'} -> {now}"
 
 
 def _sources_check(problems: dict[str, str], version: str, live: bool) -> AssetCheckResult:

@@ -40,6 +40,9 @@ from resources import CorpusResource, DatabaseResource, EmbedderResource
 OWNERS = ["team:platform"]
 
 SOURCE_INPUTS = "source_inputs"
+# raw_texts' metadata: the input fingerprint it was read from, recorded by every run (the UI's,
+# a sensor's, `lectio run`'s), so `lectio run` can tell an unchanged source from the data alone.
+INPUTS_KEY = "inputs"
 ENTRY_CHECK = "source_entry"
 PARSE_CHECK = "source_parses"
 # The checks a source's run evaluates before the stage they guard: one that fails ends the run
@@ -95,6 +98,11 @@ def _field(problem: str) -> str:
     return match.group(1) if match else "entry"
 
 
+def input_fingerprint(corpus: CorpusResource, embedder: EmbedderResource, source_id: str) -> str | None:
+    """The source's input fingerprint, as source_inputs observes it (None: its data is not here)."""
+    return ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id).get(source_id)
+
+
 def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
     """What observing `source_inputs` records, for those who fingerprint the sources themselves
     (the source_changes sensor, `lectio run`): one data version per source whose data is here."""
@@ -134,16 +142,19 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
 
     @asset(partitions_def=partitions_def, group_name="ingest", deps=[source_inputs], check_specs=[entry_spec],
            output_required=False, kinds={"python"}, owners=OWNERS)
-    def raw_texts(context: AssetExecutionContext, corpus: CorpusResource):
+    def raw_texts(context: AssetExecutionContext, corpus: CorpusResource, embedder: EmbedderResource):
         """The source as read, with a content hash so unchanged input is recognised."""
         if problem := entry_problem(corpus, context.partition_key):
             field, message = problem
             yield AssetCheckResult(check_name=ENTRY_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
                                    description=message, metadata={"field": field, "source": context.partition_key})
             return
+        # Taken before the read: a file changed while it is read then shows as changed next time.
+        inputs = input_fingerprint(corpus, embedder, context.partition_key)
         # The one place a source's entry is read from the sources file; later stages get it from here.
         raw = ingest.read_source(corpus.source(context.partition_key), corpus.corpus_path)
-        yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units})
+        yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units,
+                                    **({INPUTS_KEY: inputs} if inputs else {})})
         yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
 
     @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False,

@@ -72,6 +72,14 @@ class Alert:
         what = f"job {self.job}" if self.job else "a run"
         return f"lectio: {what} failed{where}" + (f" at {self.asset}" if self.asset else "")
 
+    @property
+    def subject(self) -> str:
+        """What was alerted, in a line an operator can search the UI by: the check or failing
+        step, the source and the run ("chunk_count on notes-alice, run 3f2a9c1d")."""
+        what = self.check or self.asset or (f"job {self.job}" if self.job else "a run")
+        where = f" on {self.partition}" if self.partition else ""
+        return f"{what}{where}" + (f", run {self.run_id[:8]}" if self.run_id else "")
+
     def text(self) -> str:
         lines = [self.title, self.message]
         if self.run_url:

@@ -307,11 +307,13 @@ def _deliver(alerts: list[Alert], database: DatabaseResource, settings: Settings
         return
     with database.connect() as conn:
         deliveries = send_alerts(conn, alerts, channels_from_settings(settings))
+    # The tick's log names what each alert is about; its fingerprint means nothing to a reader.
+    subjects = {a.fingerprint: a.subject for a in alerts}
     for d in deliveries:
         if d.status == "failed":
-            log_fn(f"alert {d.fingerprint} not sent on {d.channel}: {d.error}")
+            log_fn(f"alert ({subjects[d.fingerprint]}) not sent on {d.channel}: {d.error}")
         elif d.status == "sent":
-            log_fn(f"alert {d.fingerprint} sent on {d.channel}")
+            log_fn(f"alert ({subjects[d.fingerprint]}) sent on {d.channel}")
 
 
 def check_alert(record, ui_url: str, instance) -> Alert | None:
@@ -374,11 +376,11 @@ def _failed_checks_sensor():
 
 
 def _alert_summary(alerts: list[Alert]) -> str:
-    """What a tick alerted on, in its own words ("1 alert: chunk_count on notes-alice"): a sensor
-    that sends alerts requests no runs, so Dagster's "0 runs requested" would say nothing."""
+    """What a tick alerted on, in its own words ("1 alert: chunk_count on notes-alice, run 3f2a9c1d"):
+    a sensor that sends alerts requests no runs, so Dagster's "0 runs requested" would say nothing."""
     if not alerts:
         return "no alert"
-    named = ", ".join(f"{a.check or a.asset} on {a.partition}" if a.partition else str(a.check or a.asset) for a in alerts[:5])
+    named = "; ".join(a.subject for a in alerts[:5])
     more = f" and {len(alerts) - 5} more" if len(alerts) > 5 else ""
     return f"{len(alerts)} alert{'s' if len(alerts) > 1 else ''}: {named}{more}"
 
@@ -415,10 +417,16 @@ def _failed_runs_sensor():
         description="Sends an alert for every failed run, naming the source and the failing step.",
     )
     def alert_on_failed_runs(context: RunFailureSensorContext, database: DatabaseResource):
+        # The tick says which run it handled (a run-failure sensor requests no runs, so Dagster's
+        # own line would read "0 runs requested"); Dagster then handles one failed run per tick.
+        run = context.dagster_run
         if failed_by_blocking_checks(context):
-            return  # alert_on_failed_checks reports it, with the check's own details
+            # alert_on_failed_checks reports it, with the check's own details.
+            return SkipReason(f"run {run.run_id[:8]} failed by a blocking check: alert_on_failed_checks sends it")
         settings = load_settings()
-        _deliver([run_alert(context, settings.ui_url)], database, settings, context.log.info)
+        alert = run_alert(context, settings.ui_url)
+        _deliver([alert], database, settings, context.log.info)
+        return SkipReason(f"alerted: {alert.subject}: {alert.message[:200]}")
 
     return alert_on_failed_runs
 

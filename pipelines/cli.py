@@ -160,6 +160,9 @@ def _run(args) -> int:
         return 130
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
+        # The text report lists failed sources on stdout; beside JSON, a script's log sees them here.
+        for outcome in report.failed:
+            print(f"lectio run: source {outcome.source_id} failed: {outcome.error}", file=sys.stderr)
     return 0 if not report.failed and report.index.get("ok") else 1
 
 

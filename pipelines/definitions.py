@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from dagster import (
-    AssetsDefinition,
     Definitions,
     ExecutorDefinition,
     ResourceDefinition,
@@ -18,11 +17,12 @@ from dagster import (
 
 from assets import build_index_assets, build_source_assets
 from assets.checks import build_asset_checks
+from assets.source_assets import SOURCE_INPUTS
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
 from pipelines.migration import build_migration_assets, build_migration_jobs
-from pipelines.jobs import INDEX_JOB, INGEST_JOB, STAGE_TAG
+from pipelines.jobs import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 
@@ -65,7 +65,10 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     index_assets = build_index_assets(partitions)
     migration_assets = build_migration_assets(partitions)
     jobs = {
-        INGEST_JOB: define_asset_job(INGEST_JOB, selection=[a for a in source_assets if isinstance(a, AssetsDefinition)],
+        # source_inputs is observed first in each run: raw_texts then records the observation of the
+        # entry it reads, so the next Observe does not call it Unsynced (it did when the entry had
+        # changed since the last observation, the run reading the new one).
+        INGEST_JOB: define_asset_job(INGEST_JOB, selection=[SOURCE_INPUTS, *INGEST_ASSETS],
                                      executor_def=ingest_executor,
                                      description="Read, parse, chunk and embed one source (a partition), in one process."),
         # In one process too: its steps take under a second each, where the multiprocess executor

@@ -11,6 +11,7 @@ INGEST_ASSETS = ("raw_texts", "parsed_structure", "chunks", "embeddings")
 BATCH_TAG = "lectio/batch"  # the runs one schedule tick or sensor tick requested together
 BATCH_SIZE_TAG = "lectio/batch_size"
 STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those to one at a time)
-# On an ingest run `lectio run` launched: the fingerprint of what the source's outputs are made
-# from, so the next run can tell that nothing changed and reuse them.
-INPUTS_TAG = "lectio/inputs"
+# On every run `lectio run` or `lectio migrate` executes: which command ran it. Dagster's "Launched
+# by" column knows only its own user, schedule and sensor tags, so it reads "Manually launched";
+# this tag, at the top of the run's page and in the runs filter, says where the run came from.
+LAUNCHED_BY_TAG = "lectio/launched_by"

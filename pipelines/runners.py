@@ -1,7 +1,8 @@
 """`lectio run`: every source through ingest (one Dagster run per source), then the index.
 
 Each source is its own run, so one bad source fails only itself; the index run comes last and
-is told which sources failed, so it never replaces a live index with a partial one.
+is told which sources failed, so each keeps its last good chunks (the live version's) in the
+new version while the others' new chunks go live.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dagster import (
     DagsterInstance,
     DagsterRunStatus,
     RunConfig,
-    RunsFilter,
 )
 from pipelines.dagster_internals import (ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG, RemoteJobOrigin,
                                         RemoteRepositoryOrigin, location_origins_from_yaml_paths)
@@ -35,9 +35,9 @@ from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
 from assets.index import IndexConfig
-from assets.source_assets import entry_failure, source_observations
+from assets.source_assets import INPUTS_KEY, entry_failure, source_observations
 from pipelines.definitions import build_definitions
-from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_JOB, INPUTS_TAG
+from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
 from pipelines.outcomes import root_cause
@@ -102,6 +102,7 @@ class SourceOutcome:
     facts: dict[str, object] = field(default_factory=dict)  # metadata worth printing
     error: str | None = None
     run_id: str | None = None  # the run that made its outputs (an earlier one when reused)
+    reused: bool = False  # unchanged since run_id (which may be a UI run): not read again
 
 
 @dataclass
@@ -133,33 +134,33 @@ class MainRunReport:
 
 
 def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_live: bool = True,
-             locked: bool = False) -> MainRunReport:
+             locked: bool = False, command: str = "lectio run") -> MainRunReport:
     """Every source through ingest, then the index, as the one writer of the database (`locked`:
-    the caller already holds the writer lock). Raises Interrupted on SIGINT or SIGTERM, and
-    locks.WriterBusy when another writer holds the database."""
+    the caller already holds the writer lock; `command` is tagged on its runs). Raises Interrupted
+    on SIGINT or SIGTERM, and locks.WriterBusy when another writer holds the database."""
     with _stop_on_signals():
         if locked:
-            return _run_main(settings, echo, switch_live)
+            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command})
         with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this run"):
-            return _run_main(settings, echo, switch_live)
+            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command})
 
 
-def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool) -> MainRunReport:
+def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool,
+              tags: dict[str, str]) -> MainRunReport:
     started = time.monotonic()
     db = ensure_database(settings)
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
     instance = DagsterInstance.get()
-    outcomes = _ingest_sources(defs, instance, settings, echo)
+    outcomes = _ingest_sources(defs, instance, settings, echo, tags)
     failed = [o.source_id for o in outcomes if not o.ok]
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
     # This process holds the writer lock for the whole run (run_main); the build, in process, knows it.
-    # A failed source keeps the whole live version here: the operator at the terminal is told and
-    # the command exits 1; the UI's and the sensor's builds carry its last good chunks instead.
-    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected,
-                               carry_failed_sources=False)
-    result = _execute(defs, INDEX_JOB, instance, run_config=_run_config(search_index=index_config))
+    # The rule of the UI's and the sensor's builds: a failed source keeps its last good chunks and
+    # the rest moves on; the report names it and the command exits 1.
+    index_config = IndexConfig(failed_sources=failed, switch_live=switch_live, expected_chunks=expected)
+    result = _execute(defs, INDEX_JOB, instance, tags, run_config=_run_config(search_index=index_config))
     if _interrupted(result):
         raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
     index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
@@ -180,8 +181,8 @@ def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict
     return prints
 
 
-def _ingest_sources(defs, instance: DagsterInstance, settings: Settings,
-                    echo: Callable[[str], None]) -> list[SourceOutcome]:
+def _ingest_sources(defs, instance: DagsterInstance, settings: Settings, echo: Callable[[str], None],
+                    tags: dict[str, str]) -> list[SourceOutcome]:
     """Each source through the ingest job in its own run, or reused where its inputs are unchanged."""
     ids = source_ids(settings.sources_file)
     prints = _input_fingerprints(settings, echo)
@@ -196,11 +197,11 @@ def _ingest_sources(defs, instance: DagsterInstance, settings: Settings,
         if reused is not None:
             reused.seconds = time.monotonic() - t0
             outcomes.append(reused)
-            echo(f"[{position}/{len(ids)}] {source_id}: unchanged since its last run, its chunks and embeddings reused")
+            echo(f"[{position}/{len(ids)}] {source_id}: unchanged since run {reused.run_id[:8]}, "
+                 "its chunks and embeddings reused")
             continue
         echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
-        result = _execute(defs, INGEST_JOB, instance, run_config=_run_config(), partition_key=source_id,
-                          tags={INPUTS_TAG: inputs} if inputs else None)
+        result = _execute(defs, INGEST_JOB, instance, tags, run_config=_run_config(), partition_key=source_id)
         if _interrupted(result):
             raise Interrupted(f"stopped while reading {source_id}")
         # A bad entry ends the run successfully, having read nothing (assets.source_assets).
@@ -214,28 +215,31 @@ def _ingest_sources(defs, instance: DagsterInstance, settings: Settings,
 
 
 def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) -> SourceOutcome | None:
-    """The outcome of the source's last successful ingest, when it was made from exactly these
-    inputs and its stored chunks and embeddings are still that run's (no other run stored its
-    own since); None when the source must go through ingest again."""
+    """The outcome of the source's latest ingest, by whatever run made it (the UI's, a sensor's or
+    this command's), when raw_texts recorded exactly these inputs and the later stages' stored
+    outputs are that same successful run's (no other run stored its own since); None when the
+    source must go through ingest again."""
     if inputs is None:
         return None
-    runs = instance.get_run_records(
-        filters=RunsFilter(job_name=INGEST_JOB, statuses=[DagsterRunStatus.SUCCESS],
-                           tags={"dagster/partition": source_id}), limit=1)
-    if not runs or runs[0].dagster_run.tags.get(INPUTS_TAG) != inputs:
-        return None
-    run_id = runs[0].dagster_run.run_id
-    facts = {}
-    for name in ("parsed_structure", "chunks", "embeddings"):
+    latest = {}
+    for name in INGEST_ASSETS:
         records = instance.fetch_materializations(
             AssetRecordsFilter(asset_key=AssetKey(name), asset_partitions=[source_id]), limit=1).records
-        if not records or records[0].run_id != run_id:
+        if not records:
             return None
-        metadata = records[0].asset_materialization.metadata
-        facts[name] = {k: v.value for k, v in metadata.items() if isinstance(v.value, (int, float, str, bool))}
+        latest[name] = records[0]
+    run_id = latest["raw_texts"].run_id
+    recorded = latest["raw_texts"].asset_materialization.metadata.get(INPUTS_KEY)
+    if recorded is None or recorded.value != inputs or any(r.run_id != run_id for r in latest.values()):
+        return None
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.status != DagsterRunStatus.SUCCESS:
+        return None
+    facts = {name: {k: v.value for k, v in latest[name].asset_materialization.metadata.items()
+                    if isinstance(v.value, (int, float, str, bool))} for name in INGEST_ASSETS[1:]}
     facts["embeddings"] = {**facts["embeddings"], "embedded": 0, "embed_seconds": 0.0,
                            "reused_from_cache": facts["embeddings"].get("chunks", 0)}
-    return SourceOutcome(source_id, True, 0.0, {}, facts, None, run_id)
+    return SourceOutcome(source_id, True, 0.0, {}, facts, None, run_id, reused=True)
 
 
 @contextmanager
@@ -372,7 +376,7 @@ def run_migration(settings: Settings, query_sets: list[str] | None = None, toler
 def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float], keep: int, k: int, mode: str,
              echo: Callable[[str], None]) -> MigrationReport:
     started = time.monotonic()
-    build = run_main(settings, echo=echo, switch_live=False, locked=True)
+    build = run_main(settings, echo=echo, switch_live=False, locked=True, command="lectio migrate")
     index = build.index
     candidate = index.get("version") if index.get("ok") else None
 
@@ -391,7 +395,8 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
 
     echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
     defs = build_definitions(settings.sources_file)
-    result = _execute(defs, GATE_JOB, DagsterInstance.get(), run_config=_run_config(
+    gate_run = {LAUNCHED_BY_TAG: "lectio migrate"}
+    result = _execute(defs, GATE_JOB, DagsterInstance.get(), gate_run, run_config=_run_config(
         index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
         live_index=GateConfig(tolerances=tolerances, keep=keep),
     ))

@@ -9,12 +9,13 @@ import pandas as pd
 
 from lectio.embedding.model import MAX_TEXT_TOKENS
 
-GROUP = ["kind", "granularity", "ruleset"]
+# Per source first: two translations, or two people's notes, have sizes of their own.
+GROUP = ["source_id", "kind", "granularity", "ruleset"]
 PERCENTILES = (10, 50, 90, 99)
 
 
 def size_distribution(chunks: pd.DataFrame, longest: int = 5) -> pd.DataFrame:
-    """One row per (kind, granularity, ruleset): token count percentiles and the longest chunks."""
+    """One row per (source, kind, granularity, ruleset): token count percentiles and the longest chunks."""
     rows = []
     for key, group in chunks.groupby(GROUP, sort=True):
         tokens = group["tokens"].to_numpy()

@@ -188,6 +188,27 @@ def test_a_blocking_check_alerts_once_not_again_for_its_run(instance, channels_e
     assert [(a["kind"], a["check"]) for a in posts] == [("check_failed", "acl_present")]
 
 
+@asset(partitions_def=sources)
+def broken_reader(context):
+    raise ValueError(f"source {context.partition_key!r}: line 3 is not valid JSON")
+
+
+def test_each_alert_tick_says_what_it_alerted(instance, channels_env, settings):
+    """Issue 37, item 9: an alert sensor requests no runs, so its tick names the run and the
+    source it alerted on, never "0 runs requested" or an alert's fingerprint alone."""
+    defs = build_definitions(settings.sources_file)
+    check_start = _tick(defs, "alert_on_failed_checks", instance, None).cursor
+    run_start = _tick(defs, "alert_on_failed_runs", instance, None).cursor
+    failed = materialize([broken_reader], partition_key="bad-source", instance=instance, raise_on_error=False)
+    checked = materialize([price_table], partition_key="bad-source", instance=instance)
+
+    tick = _tick(defs, "alert_on_failed_runs", instance, run_start)
+    assert tick.skip_message.startswith(f"alerted: broken_reader on bad-source, run {failed.run_id[:8]}: ")
+    assert "line 3 is not valid JSON" in tick.skip_message
+    tick = _tick(defs, "alert_on_failed_checks", instance, check_start)
+    assert tick.skip_message.endswith(f"1 alert: table_has_header on bad-source, run {checked.run_id[:8]}")
+
+
 def test_a_failing_channel_does_not_stop_the_others_and_is_retried(conn, webhook, tmp_path):
     alert = Alert(kind="check_failed", message="acl missing", run_id="run-retry", asset="chunks",
                   check="permission_tags", partition="web")

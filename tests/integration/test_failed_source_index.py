@@ -22,7 +22,7 @@ from lectio.index import versions
 from pipelines.automation import INDEX_SENSOR_INTERVAL, index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INDEX_JOB, INGEST_JOB
+from pipelines.jobs import INDEX_JOB, INGEST_JOB, LAUNCHED_BY_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -110,6 +110,7 @@ def test_a_failed_source_keeps_its_chunks_and_the_rest_goes_live_loudly(home, mo
 
     # The rest moved on: the new rota text is what is live now …
     assert built["live"].value and version != live_before
+    assert built["live_index"].value == f"switched {live_before} -> {version}"
     with home.connect() as conn:
         assert versions.live_version(conn) == version
     now = _source_rows(home, version)
@@ -165,3 +166,33 @@ def test_the_index_runs_in_one_process_in_a_pool_of_one(home):
     pools = instance.get_concurrency_config().pool_config
     assert pools.default_pool_limit == 1 and pools.pool_granularity.value == "run"
     assert defs.resolve_sensor_def("index_after_batch").minimum_interval_seconds == INDEX_SENSOR_INTERVAL <= 10
+
+
+def test_lectio_run_follows_the_same_rule(home, monkeypatch, capsys):
+    """`lectio run` carries a failed source's last good chunks as the UI's builds do: the rest goes
+    live, and the failure is loud (exit status 1, one line per failed source)."""
+    from pipelines.cli import main as cli
+
+    monkeypatch.setenv("LECTIO_SOURCES", str(home.settings.sources_file))  # `--sources` sets it for the process
+    assert cli(["run", "--json", "--sources", str(home.settings.sources_file)]) == 0
+    live_before = json.loads(capsys.readouterr().out)["index"]["version"]
+    before = _source_rows(home, live_before)
+    (home.folder / "rota.txt").write_text("Volunteer rota\n\nSunday: the Advent rota is on the board.\n")
+    broken = home.sources("broken-cli", notes_file="gone.jsonl", extra=BROKEN)
+
+    assert cli(["run", "--json", "--sources", str(broken)]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert {s["source_id"] for s in report["sources"] if not s["ok"]} == {"notes-alice", "odd"}
+    index = report["index"]
+    assert index["ok"] and index["live"] and index["version"] != live_before, index
+    assert index["live_index"] == f"switched {live_before} -> {index['version']}"
+    assert "kept its last good chunks" in index["decision"] and index["failed_sources"] == "notes-alice, odd"
+    now = _source_rows(home, index["version"])
+    assert any("Advent" in text for text in now["rota"]) and now["notes-alice"] == before["notes-alice"]
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2 and "notes-alice" in lines[0] and "gone.jsonl" in lines[0] and "odd" in lines[1], lines
+    # Its runs say where they came from (Dagster's own "Launched by" reads "Manually launched").
+    instance = DagsterInstance.get()
+    for run_id in [index["run_id"], *(s["run_id"] for s in report["sources"] if not s["reused"])]:
+        assert instance.get_run_by_id(run_id).tags[LAUNCHED_BY_TAG] == "lectio run"

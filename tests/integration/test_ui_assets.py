@@ -82,9 +82,10 @@ def test_the_size_distribution_is_a_table_with_an_inline_histogram(instance, tmp
 
     table = metadata["distribution"]
     assert isinstance(table, TableMetadataValue)
-    assert [c.name for c in table.schema.columns][:4] == ["kind", "granularity", "ruleset", "count"]
+    assert [c.name for c in table.schema.columns][:5] == ["source_id", "kind", "granularity", "ruleset", "count"]
     (row,) = table.records
-    assert row.data["kind"] == "document" and row.data["count"] == 1 and isinstance(row.data["p50"], int)
+    assert row.data["source_id"] == "ui-rota" and row.data["kind"] == "document" and row.data["count"] == 1
+    assert isinstance(row.data["p50"], int)
 
     histogram = metadata["histogram"].value
     assert len(histogram) < UI_INLINE_MARKDOWN

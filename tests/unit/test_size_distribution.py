@@ -1,0 +1,21 @@
+"""The chunk-size distribution is per source: two translations of one kind, granularity and
+ruleset (WEB and KJV) are two rows, never one merged row (issue 37, item 9)."""
+
+import pandas as pd
+
+from lectio.quality.distribution import size_distribution
+
+
+def test_two_translations_are_two_rows():
+    chunks = pd.DataFrame({
+        "chunk_id": ["rom_8_28_web", "rom_8_28_kjv", "rom_8_29_kjv"],
+        "source_id": ["web", "kjv", "kjv"],
+        "kind": ["scripture"] * 3,
+        "granularity": ["verse"] * 3,
+        "ruleset": ["scripture-v1"] * 3,
+        "tokens": [30, 40, 50],
+    })
+    table = size_distribution(chunks).set_index("source_id")
+    assert sorted(table.index) == ["kjv", "web"]
+    assert table.loc["kjv", "count"] == 2 and table.loc["kjv", "max"] == 50
+    assert table.loc["web", "count"] == 1 and table.loc["web", "longest"] == "rom_8_28_web (30)"
