@@ -26,7 +26,7 @@ from lectio.index import mirror, security, versions
 from lectio.index.database import ensure_database, set_embedded_buffers, shared_buffers_mb
 from lectio.retrieval import candidates
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, search
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchRequest, search
 from lectio.settings import load_settings
 from search_latency import is_reference, ms, public_scope  # run from benchmarks/, beside it
 
@@ -43,7 +43,8 @@ def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[f
         mirror.ensure(conn, version)
 
         def hybrid_search(query):
-            return search(conn, query, k=20, embedder=embedder, version=version.version, vector_conn=side)
+            return search(conn, SearchRequest(query, k=20, version=version.version), embedder=embedder,
+                          vector_conn=side)
 
         for query in queries:  # warm whichever cache this setting reads from
             hybrid_search(query)

@@ -22,7 +22,7 @@ from lectio.evaluation.metrics import evaluate_index
 from lectio.evaluation.querysets import load_queries, select_part
 from lectio.index import schema
 from lectio.index.database import ensure_database
-from lectio.retrieval.config import configured
+from lectio.retrieval.config import SearchConfig
 from lectio.settings import load_settings
 
 METRICS = ("recall@20", "mrr", "ndcg@10", "budget_recall@1000")
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(conn, queries, variant: str, version: str | None) -> dict:
     assignments = [item for item in variant.split(",") if item]
-    return evaluate_index(conn, queries, k=20, version=version, config=configured(assignments))
+    return evaluate_index(conn, queries, k=20, version=version, config=SearchConfig.from_options(assignments))
 
 
 def _row(name: str, variant: str, report: dict, base: dict | None) -> str:

@@ -24,7 +24,7 @@ from lectio.evaluation.query_forms import BASE, FORMS, METRICS, compare, forms_o
 from lectio.evaluation.querysets import load_queries, select_part
 from lectio.index import schema, versions
 from lectio.index.database import ensure_database
-from lectio.retrieval.config import configured
+from lectio.retrieval.config import SearchConfig
 from lectio.settings import load_settings
 
 SETS = Path(__file__).resolve().parent.parent / "data" / "queries"
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write every form's report and the comparison here (JSON)")
     args = parser.parse_args(argv)
     paths = args.queries or sorted(SETS.glob("*.jsonl"))
-    config = configured(args.settings, mode=args.mode)
+    config = SearchConfig.from_options(args.settings, mode=args.mode)
     results = {}
     with ensure_database(load_settings()).connect() as conn:
         schema.ensure_schema(conn)

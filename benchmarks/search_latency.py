@@ -35,7 +35,6 @@ and 8 clients, throughput and p95 per level.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import time
@@ -49,11 +48,12 @@ from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.index import security
 from lectio.retrieval import candidates as retrievers
-from lectio.retrieval import lexical, rerank
+from lectio.retrieval import lexical
+from lectio.retrieval.hits import hits_by_id
 from lectio.retrieval.candidates import lexical_candidates
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig,
+from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest,
                                      expansion_words, search)
 from lectio.settings import load_settings
 
@@ -103,17 +103,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", default="data/queries/theology.jsonl")
     parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--ef", type=int, default=SearchConfig().ef_search)
+    parser.add_argument("--ef", type=int, default=SearchConfig().vector.ef_search)
     parser.add_argument("--bm25-only", action="store_true",
                         help="only compare BM25 three ways: mirror, postings, full scan")
     parser.add_argument("--clients", default="1,2,4,8", help="concurrency levels against the service ('' skips it)")
     parser.add_argument("--service-queries", type=int, default=40, help="queries each client sends (default 40)")
     parser.add_argument("--index", help="index version (default: the live one)")
     parser.add_argument("--part", choices=("dev", "test", "all"), default="all", help="which part of the query set")
-    parser.add_argument("--depth", type=int, default=SearchConfig().lexical_depth, help="postings read per query word")
+    parser.add_argument("--depth", type=int, default=SearchConfig().lexical.depth, help="postings read per query word")
     parser.add_argument("--compare-ef", type=lambda v: [int(x) for x in v.split(",") if x], default=[400],
                         help="also time the HNSW stage at these ef_search values (default 400)")
-    parser.add_argument("--rescored", type=int, default=SearchConfig().lexical_rescored, help="chunks scored in full")
+    parser.add_argument("--rescored", type=int, default=SearchConfig().lexical.rescored, help="chunks scored in full")
     args = parser.parse_args()
 
     queries = [q.query for q in select_part(load_queries(args.queries), args.part) if not is_reference(q.query)]
@@ -128,23 +128,25 @@ def main() -> None:
         started = time.perf_counter()
         mirrored = mirror.ensure(conn, version)  # built once per version, as the owner
         mirror_seconds = round(time.perf_counter() - started, 1)
-        config = SearchConfig(lexical_depth=args.depth, lexical_rescored=args.rescored)
+        config = SearchConfig.from_options(lexical_depth=args.depth, lexical_rescored=args.rescored)
         if args.bm25_only:
             print(json.dumps(bm25_three_ways(conn, version, mirrored, queries, config), indent=2))
             return
         # As the service searches: the vector side on a second connection.
-        run = lambda query, **options: search(conn, query, k=args.k, embedder=embedder,  # noqa: E731
-                                              version=version.version, **{"vector_conn": side, **options})
+        def run(query, vector_conn=side, **options):
+            return search(conn, SearchRequest(query, k=args.k, version=version.version, **options), embedder=embedder,
+                          vector_conn=vector_conn)
+
         run(queries[0])  # warm caches
         hybrid, one_connection, hnsw, exact, recalls, candidate_recalls = [], [], [], [], [], []
         vector_only, lexical_only, hybrid_sql, lexical_sql, own_translation = [], [], [], [], []
         candidates = SearchConfig().candidates
         variants = [(hybrid, {}), (one_connection, {"vector_conn": None}),
-                    (vector_only, {"config": SearchConfig(mode="vector")}),
-                    (lexical_only, {"config": SearchConfig(mode="lexical")}),
-                    (hybrid_sql, {"config": SearchConfig(lexical_mirror=False)}),
-                    (lexical_sql, {"config": SearchConfig(mode="lexical", lexical_mirror=False)}),
-                    (own_translation, {"config": SearchConfig(topic_other_translations_weight=0.0)})]
+                    (vector_only, {"config": SearchConfig.from_options(mode="vector")}),
+                    (lexical_only, {"config": SearchConfig.from_options(mode="lexical")}),
+                    (hybrid_sql, {"config": SearchConfig.from_options(lexical_mirror=False)}),
+                    (lexical_sql, {"config": SearchConfig.from_options(mode="lexical", lexical_mirror=False)}),
+                    (own_translation, {"config": SearchConfig.from_options(topic_other_translations_weight=0.0)})]
         for position, (query, vector) in enumerate(zip(queries, vectors)):
             # The first search of a query reads its pages from disk for the others: each variant
             # goes first in turn.
@@ -231,7 +233,7 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
         same_but_ties += _ranked_alike(lists["mirror"], lists["scan"])
         differences += [abs(score - exact[chunk_id]) for chunk_id, score in lists["mirror"] if chunk_id in exact]
     ms = lambda values, p: round(1000 * percentile(values, p), 2)  # noqa: E731
-    report = {"depth": config.lexical_depth, "rescored": config.lexical_rescored}
+    report = {"depth": config.lexical.depth, "rescored": config.lexical.rescored}
     for name, values in times.items():
         report |= {f"{name}_ms_p50": ms(values, 50), f"{name}_ms_p95": ms(values, 95)}
     for name in ("postings", "scan"):
@@ -290,13 +292,13 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
             near = timed("hnsw", lambda: retrievers.vector_candidates(conn, table, vector, where, params, config))
             for ef in compare_ef:  # the same step at another ef_search, for the ratio in the same run
                 timed(f"hnsw_ef{ef}", lambda: retrievers.vector_candidates(
-                    conn, table, vector, where, params, dataclasses.replace(config, ef_search=ef)))
+                    conn, table, vector, where, params, config.but(ef_search=ef)))
             fused = timed("fusion", lambda: retrievers.weigh_prominence(
-                conn, table, retrievers.fuse([(1.0, near), (1.0, words), (1.0, titles)], config.rrf_k),
-                config.prominence_weight, version.layout, mirrored))
+                conn, table, retrievers.fuse([(1.0, near), (1.0, words), (1.0, titles)], config.fusion.rrf_k),
+                config.fusion.prominence_weight, version.layout, mirrored))
             timed("citations_sql", lambda: citations.most_cited(conn, table, [chunk_id for chunk_id, _ in fused],
                                                                 version.layout))
-            timed("rows", lambda: rerank.rows_by_id(conn, table, [chunk_id for chunk_id, _ in fused[:80]]))
+            timed("rows", lambda: hits_by_id(conn, table, fused[:80]))
     return {name: {"p50": round(1000 * percentile(values, 50), 2), "p95": round(1000 * percentile(values, 95), 2)}
             for name, values in times.items()}
 

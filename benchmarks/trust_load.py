@@ -92,7 +92,7 @@ def main() -> int:
     from lectio.index import versions
     from lectio.index.database import stop_embedded
     from lectio.index.pool import ReadPool
-    from lectio.retrieval.search import search
+    from lectio.retrieval.search import SearchRequest, search
     from lectio.settings import load_settings
     from pipelines.runners import run_main, run_migration
 
@@ -116,7 +116,8 @@ def main() -> int:
                 i += 1
                 t0 = time.perf_counter()
                 try:
-                    response = pool.run(lambda conn: search(conn, query, k=10, principals=principals, embedder=embedder))
+                    response = pool.run(lambda conn: search(conn, SearchRequest(query, k=10, principals=principals),
+                                                            embedder=embedder))
                 except Exception as exc:  # counted: the bar is that none happens
                     with tally.lock:
                         tally.failed.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")

@@ -119,9 +119,10 @@ def _eval_options(evaluate: argparse.ArgumentParser) -> None:
                                "the parts are fixed by a hash of each query's id")
     evaluate.add_argument("--prominence", type=float, metavar="WEIGHT",
                           help="the citation prior's weight for this evaluation (to compare on a dev part)")
-    evaluate.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="settings",
-                          help="a search setting for this evaluation, e.g. ef_search=200 or expansion_weight=0.5 "
-                               "(any field of lectio.retrieval.config.SearchConfig; repeatable)")
+    evaluate.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="settings",
+                          help="a search setting for this evaluation, e.g. vector.ef_search=200 or "
+                               "stages.query_share.weight=0.5 (a setting's path in lectio.retrieval.config."
+                               "SearchConfig, or its flat name such as ef_search; repeatable)")
     evaluate.add_argument("--baselines", action="store_true",
                           help="also score plain verse-vector, verse-BM25, verse-hybrid and chapter-vector designs "
                                "on the same index version")
@@ -216,7 +217,7 @@ def _dev(args) -> int:
 def _search(args) -> int:
     if args.server:
         return _search_server(args)
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
 
     settings = load_settings()
     filters = _filters(args)
@@ -227,17 +228,10 @@ def _search(args) -> int:
         schema.ensure_schema(conn)
         if args.index:
             revocation.refuse_unservable(conn, args.index)
-        response = search(
-            conn,
-            args.query,
-            k=args.k,
-            principals=principals,
-            version=args.index,
-            config=SearchConfig(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
-                                xref_weight=args.xrefs,
-                                **({} if args.prominence is None else {"prominence_weight": args.prominence})),
-            filters=filters,
-        )
+        config = SearchConfig.from_options(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
+                                           xref_weight=args.xrefs, prominence_weight=args.prominence)
+        response = search(conn, SearchRequest(args.query, k=args.k, principals=principals, version=args.index,
+                                              filters=filters, config=config))
     return _print_results(args, response.to_json())
 
 
@@ -286,10 +280,9 @@ def _serve(args) -> int:
 def _eval(args) -> int:
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.querysets import load_queries, select_part
-    from lectio.retrieval.config import configured
+    from lectio.retrieval.config import SearchConfig
 
-    config = configured(args.settings, mode=args.mode,
-                        **({} if args.prominence is None else {"prominence_weight": args.prominence}))
+    config = SearchConfig.from_options(args.settings, mode=args.mode, prominence_weight=args.prominence)
     settings = load_settings()
     queries = select_part(load_queries(Path(args.queries)), args.part)
     with ensure_database(settings).connect() as conn:

@@ -133,12 +133,12 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     from lectio.embedding.model import Embedder
     from lectio.index import versions
     from lectio.retrieval.filters import Filters
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
 
     # The version's queries embedded as a search embeds them, whatever runtime this home ingests with.
     info = versions.get_version(conn, version)
     embedder = Embedder.for_queries_of(info.model_id) if info is not None else Embedder()
-    config = config or SearchConfig(mode=mode)
+    config = config or SearchConfig.from_options(mode=mode)
     labelled = [
         LabelledQuery(
             id=q.id,
@@ -153,10 +153,9 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     ]
 
     def retrieve(q: LabelledQuery):
-        response = search(
-            conn, q.query, k=k, principals=q.principals or DEFAULT_PRINCIPALS, filters=Filters(**(q.filters or {})),
-            version=version, embedder=embedder, config=config,
-        )
+        request = SearchRequest(q.query, k=k, principals=q.principals or DEFAULT_PRINCIPALS,
+                                filters=Filters(**(q.filters or {})), version=version, config=config)
+        response = search(conn, request, embedder=embedder)
         return response.results
 
     report = evaluate(labelled, retrieve, k)

@@ -59,19 +59,19 @@ def xref_candidates(conn, table_name, seeds, vector, where, params, config: Sear
     refs = [ref for (row_refs,) in seed_refs for ref in row_refs]
     if layout is None and not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [xrefs.table_name(table_name)]).fetchone()[0]:
         return []  # a version built before the graph existed (index layout < 4)
-    found = xrefs.linked(conn, table_name, refs, config.xref_depth) if refs else {}
+    found = xrefs.linked(conn, table_name, refs, config.xrefs.depth) if refs else {}
     if not found:
         return []
     # Two steps from ten passages can reach thousands of verses; the nearest and most often
     # cited are kept, which bounds the cost of scoring them.
-    nearest = sorted(found.items(), key=lambda item: (item[1][0], -item[1][1]))[: config.xref_max_linked]
+    nearest = sorted(found.items(), key=lambda item: (item[1][0], -item[1][1]))[: config.xrefs.max_linked]
     found = dict(nearest)
     rows = conn.execute(
         sql.SQL("SELECT chunk_id, refs[1], 1 - (embedding <=> %(v)s) FROM {table} "
                 "WHERE granularity = 'verse' AND refs && %(linked)s AND {where}").format(table=table, where=where),
         {"v": vector, "linked": list(found), **params},
     ).fetchall()
-    scored = [(chunk_id, similarity + config.xref_boost / found[ref][0]) for chunk_id, ref, similarity in rows]
+    scored = [(chunk_id, similarity + config.xrefs.boost / found[ref][0]) for chunk_id, ref, similarity in rows]
     return sorted(scored, key=lambda r: -r[1])[: config.candidates]
 
 
@@ -80,7 +80,7 @@ def vector_candidates(conn, table_name, vector, where, params, config: SearchCon
     # pgvector accepts at most 1,000; past that the iterative scan below supplies the rest. Filters
     # apply after the HNSW scan; iterative scans keep going until enough rows pass. Both set in one
     # statement, for this transaction only.
-    ef_search = min(max(config.ef_search, config.candidates), 1000)
+    ef_search = min(max(config.vector.ef_search, config.candidates), 1000)
     with conn.transaction():
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
                      (str(ef_search),))
@@ -168,9 +168,9 @@ def lexical_candidates(conn, table_name, query, extra: str, where, params, confi
     statement = sql.SQL("WITH " + _TERMS + "," + found + _SCORED).format(
         table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(tables.lexicon_table(table_name)),
         postings=sql.Identifier(postings.table_name(table_name)), posting_filter=posting_filter or sql.SQL(""),
-        k1=sql.Literal(config.bm25_k1), b=sql.Literal(config.bm25_b))
-    values = {"query": query, "extra": extra, "ew": config.expansion_weight, "table": table_name, **params,
-              "limit": config.candidates, "depth": config.lexical_depth, "rescored": config.lexical_rescored}
+        k1=sql.Literal(config.lexical.k1), b=sql.Literal(config.lexical.b))
+    values = {"query": query, "extra": extra, "ew": config.expansion.weight, "table": table_name, **params,
+              "limit": config.candidates, "depth": config.lexical.depth, "rescored": config.lexical.rescored}
     if (layout or 0) < 7:
         rows = conn.execute(statement, values).fetchall()
     else:
@@ -205,7 +205,7 @@ def title_candidates(conn, table_name, query, where, params, config: SearchConfi
             ORDER BY score DESC, chunk_id LIMIT %(limit)s
             """
         ).format(table=sql.Identifier(table_name), where=where, words=tables.title_words(layout)),
-        {"query": query, **params, "limit": config.candidates, "query_share": config.title_query_share},
+        {"query": query, **params, "limit": config.candidates, "query_share": config.titles.query_share},
     ).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]
 

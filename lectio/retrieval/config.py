@@ -1,79 +1,91 @@
 """The knobs of a ranked search, in one frozen value: evaluation and migrations compare versions
-under the same configuration, and the CLI's options each set one field."""
+under the same configuration, and the CLI, the service and evaluation build it one way
+(SearchConfig.from_options). Settings are grouped per retriever, for fusion and per stage
+(lectio.retrieval.stages), and named by their path: `vector.ef_search`, `fusion.rrf_k`,
+`stages.query_share.weight`; the flat names they had before (ALIASES) still name them."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from lectio.index.postings import BM25_B, BM25_K1
 
 
 @dataclass(frozen=True)
-class SearchConfig:
-    """How a non-reference query is answered. Lexical matching catches what
-    vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
-
-    mode: str = "hybrid"  # hybrid | vector | lexical
-    candidates: int = 100  # taken from each side before fusion
-    rrf_k: int = 60
-    # Each list's share of a hybrid's fusion is scaled by (score / that list's best) ** this power
-    # (lectio.retrieval.candidates.fuse); 0 fuses by ranks alone. By ranks alone the citation
-    # prior lifted much-cited passages over a quoted verse both sides put first (near-quotation
-    # dev MRR .784). 1.5 was chosen on the dev parts over 0.5, 1 and 2: near-quotation MRR .953,
-    # theology and Nave's within noise of ranks alone (docs/results.md).
-    fusion_score_power: float = 1.5
-    vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+class VectorSettings:
+    weight: float = 1.0  # the HNSW list's weight in fusion
     # The vector side takes `candidates` (100) rows from HNSW. ef_search 100 finds 95.5 % of the
     # exact top 100 (one query only 75 %), 400 finds 99.5 %. 200 was chosen on the dev parts of
     # all three query sets, where every metric stayed within noise of 400 (and of 150): the HNSW
     # walk is the longest step a hybrid search must wait for (benchmarks/search_latency.py).
     ef_search: int = 200
-    return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
-    bm25_k1: float = BM25_K1
-    bm25_b: float = BM25_B
+    expand: bool = False  # embed the query with its expansion words (ExpansionSettings)
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    weight: float = 1.0  # the BM25 list's weight in fusion
+    k1: float = BM25_K1
+    b: float = BM25_B
     # BM25 on versions with postings (lectio.index.postings): each query word's best
-    # `lexical_depth` postings are read and the best `lexical_rescored` chunks among them scored in
+    # `depth` postings are read and the best `rescored` chunks among them scored in
     # full. Chosen by fidelity to scoring every matching chunk, on the theology dev part
     # (benchmarks/search_latency.py reports the overlap), not by any retrieval score.
-    lexical_depth: int = 4000
-    lexical_rescored: int = 400
+    depth: int = 4000
+    rescored: int = 400
     # BM25 from the version's lexical mirror (lectio.index.mirror): every matching chunk scored
     # in process, the best confirmed under row-level security. Off, or where the mirror cannot
     # apply a filter, the postings above are read in SQL.
-    lexical_mirror: bool = True
-    # Query expansion from the translations' renderings of the same Strong's numbers
-    # (lectio.retrieval.expansion); expansion words weigh less than the query's own. A rendering
-    # counts when seen `expansion_min_count` times and it carries `expansion_min_share` of the
-    # query word's numbers; at most `expansion_max_terms` words are added for each query word.
-    expand_lexical: bool = True
-    expand_vector: bool = False
+    mirror: bool = True
+    expand: bool = True  # match the query's expansion words too (ExpansionSettings)
+
+
+@dataclass(frozen=True)
+class ExpansionSettings:
+    """Query expansion from the translations' renderings of the same Strong's numbers
+    (lectio.retrieval.expansion); expansion words weigh less than the query's own. A rendering
+    counts when seen `min_count` times and it carries `min_share` of the query word's numbers; at
+    most `max_terms` words are added for each query word."""
+
     # 0.3 was chosen on the theology set's dev part over 0.5 and 0.2; the count, share and terms
     # limits over looser ones (see docs/results.md).
-    expansion_weight: float = 0.3
-    expansion_min_count: int = 5
-    expansion_min_share: float = 0.1
-    expansion_max_terms: int = 3
-    # Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles: most of
-    # the title's words are in the query, and at least `title_query_share` of the query's words are
-    # in the title. At a half, one common word of two ("son" of "the prodigal son") matched a
-    # title ("Aaron's Sons") and outranked the story; 0.6 was chosen on the theology set's dev part
-    # over 0.5, 0.75 and 1 (see docs/results.md).
-    title_weight: float = 1.0
-    title_query_share: float = 0.6
-    # A short topic (at most `topic_words` content words, no question, its best hit not a whole
-    # pericope; see lectio.retrieval.shape) is ranked again: over `topic_rows` only ("verses":
-    # scripture verses, "verses+other": verses and the other kinds), or, with "all", over the same
-    # candidates fused again with BM25 weighing `topic_lexical_weight`. A one-word topic is a word
-    # the verses use: BM25 finds them where the query's vector, one word's, is vague. One word,
-    # rows "all" and weight 3 were chosen on the dev parts over 1.5, 2 and 4 and two words: Nave's
-    # recall@20 .313 -> .352, budget recall .280 -> .304, theology and near-quotations within
-    # noise (two words, or weight 2, cost theology beyond it). Verse rows cost Nave's recall@20
-    # (the paragraphs hold a topic's neighbouring verses); see docs/results.md.
-    topic_words: int = 1
-    topic_rows: str = "all"
-    topic_lexical_weight: float = 3.0
+    weight: float = 0.3
+    min_count: int = 5
+    min_share: float = 0.1
+    max_terms: int = 3
+
+
+@dataclass(frozen=True)
+class TitleSettings:
+    """Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles: most of
+    the title's words are in the query, and at least `query_share` of the query's words are in
+    the title."""
+
+    weight: float = 1.0
+    # At a half, one common word of two ("son" of "the prodigal son") matched a title ("Aaron's
+    # Sons") and outranked the story; 0.6 was chosen on the theology set's dev part over 0.5, 0.75
+    # and 1 (see docs/results.md).
+    query_share: float = 0.6
+
+
+@dataclass(frozen=True)
+class TopicSettings:
+    """A short topic (at most `words` content words, no question, its best hit not a whole
+    pericope; see lectio.retrieval.shape) is ranked again: over `rows` only ("verses": scripture
+    verses, "verses+other": verses and the other kinds), or, with "all", over the same candidates
+    fused again with BM25 weighing `lexical_weight`."""
+
+    # A one-word topic is a word the verses use: BM25 finds them where the query's vector, one
+    # word's, is vague. One word, rows "all" and weight 3 were chosen on the dev parts over 1.5, 2
+    # and 4 and two words: Nave's recall@20 .313 -> .352, budget recall .280 -> .304, theology and
+    # near-quotations within noise (two words, or weight 2, cost theology beyond it). Verse rows
+    # cost Nave's recall@20 (the paragraphs hold a topic's neighbouring verses); see
+    # docs/results.md.
+    words: int = 1
+    rows: str = "all"
+    lexical_weight: float = 3.0
     # A one-word topic is often a word of another translation's vocabulary ("plummet" and
     # "moderation" are the KJV's alone; the WEB says "plumb line" and "gentleness"), and many
     # readers' words are the KJV's. In a topic's second fusion, BM25 over the
@@ -82,57 +94,98 @@ class SearchConfig:
     # topic's own BM25 weight, was chosen on the dev parts over 1 and 2: Nave's recall@20 .352 ->
     # .390, budget recall .311 -> .351, theology and near-quotations within noise. Every query
     # (weight 1, not only topics) cost theology budget recall beyond noise; see docs/results.md.
-    topic_other_translations_weight: float = 3.0
-    # A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
-    # which less than `min_new_share` of its verses is new follows the others (0: none does; 0.5
-    # and 0.9 moved no dev metric beyond noise but theology recall@20, which 0.9 cost). With
-    # `commentary_later`, a commentary (or other non-scripture) hit on verses already listed
-    # follows the others: its text is worth reading, so it stays, but it spent a page on verses the
-    # page had. On the dev parts it gained a little everywhere and lost nowhere (Nave's budget
-    # recall .280 -> .284).
-    collapse_covered: bool = True
-    min_new_share: float = 0.0
-    commentary_later: bool = True
-    # The first `query_share_depth` fused hits re-ordered by how much of the query's content words
-    # each one's own text holds (lectio.retrieval.rerank.by_query_share). Hybrid mode only. 0.2
-    # was chosen on the dev parts over 0.5 and 1: the only weight that gained beyond noise
-    # (Nave's MRR) and lost nowhere; 1 lifted near-quotation MRR within noise and cost budget.
-    query_share_weight: float = 0.2
-    query_share_depth: int = 10
-    # A hit longer than `long_passage_tokens` word pieces among the first k follows the shorter
-    # ones (lectio.retrieval.rerank.long_passages_last); with `long_passage_parts`, the best
-    # smaller scripture hit inside it (a verse or paragraph further down) takes its place. Hybrid
-    # mode only; 0 turns it off. A 46-verse pericope ranked first spent a whole 1,000-word-piece
-    # page on the one verse a quotation asked for. 1000 (a page) with parts was chosen on the dev
-    # parts over 500, 700, 850 and 1500 and over no parts: near-quotation budget recall .985 ->
-    # 1.000, theology .499 -> .507, recall@20 unchanged everywhere, MRR within noise (parts
-    # off cost theology MRR; 500 cost it beyond noise); see docs/results.md.
-    long_passage_tokens: int = 1000
-    long_passage_parts: bool = True
-    # The page a caller takes from the top holds `long_passage_tokens` word pieces: with
-    # `pack_page`, a hit of the first k that would pass what is left of it follows the hits that
-    # still fit (lectio.retrieval.rerank.pack_page), so one long paragraph does not end the page
-    # for the verses after it; off, only hits longer than the whole page follow. Chosen on the dev
-    # parts: budget recall theology .506 -> .524, Nave's .304 -> .311, recall@20 unchanged (the
-    # same k hits), theology nDCG@10 .420 -> .411 within noise.
-    pack_page: bool = True
-    # Cross-reference expansion: verses the corpus links to the best hits' passages,
-    # within `xref_depth` steps, ranked by their similarity to the query plus a boost for the link.
+    other_translations_weight: float = 3.0
+
+
+@dataclass(frozen=True)
+class XrefSettings:
+    """Cross-reference expansion: verses the corpus links to the best hits' passages, within
+    `depth` steps, ranked by their similarity to the query plus a boost for the link."""
+
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight
     # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); see the README.
-    xref_weight: float = 0.0
-    xref_seeds: int = 10  # best fused hits whose verses seed the traversal
-    xref_depth: int = 2
-    xref_boost: float = 0.15
-    xref_max_linked: int = 200
-    # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
-    word_study: bool = True
+    weight: float = 0.0
+    seeds: int = 10  # best fused hits whose verses seed the traversal
+    depth: int = 2
+    boost: float = 0.15
+    max_linked: int = 200
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    rrf_k: int = 60
+    # Each list's share of a hybrid's fusion is scaled by (score / that list's best) ** this power
+    # (lectio.retrieval.candidates.fuse); 0 fuses by ranks alone. By ranks alone the citation
+    # prior lifted much-cited passages over a quoted verse both sides put first (near-quotation
+    # dev MRR .784). 1.5 was chosen on the dev parts over 0.5, 1 and 2: near-quotation MRR .953,
+    # theology and Nave's within noise of ranks alone (docs/results.md).
+    score_power: float = 1.5
     # Passages the corpus's commentators cite often rank higher among equally close hits: a
     # scripture hit's fused score is multiplied by 1 + weight * ln(1 + citations of its most cited
     # verse) (lectio.index.citations). Hybrid mode only, so vector and lexical stay plain baselines.
     # 0.2 was chosen on the theology set's dev part over 0.1 and 0 (MRR and nDCG@10 gained beyond
     # noise, the other metrics moved within it); see docs/results.md.
     prominence_weight: float = 0.2
+
+
+@dataclass(frozen=True)
+class QueryShareSettings:
+    """The first `depth` fused hits re-ordered by how much of the query's content words each
+    one's own text holds (lectio.retrieval.rerank.by_query_share). Hybrid mode only."""
+
+    # 0.2 was chosen on the dev parts over 0.5 and 1: the only weight that gained beyond noise
+    # (Nave's MRR) and lost nowhere; 1 lifted near-quotation MRR within noise and cost budget.
+    weight: float = 0.2
+    depth: int = 10
+
+
+@dataclass(frozen=True)
+class LongPassageSettings:
+    """A hit longer than `tokens` word pieces among the first k follows the shorter ones
+    (lectio.retrieval.rerank.long_passages_last); with `parts`, the best smaller scripture hit
+    inside it (a verse or paragraph further down) takes its place. Hybrid mode only; 0 turns it
+    off."""
+
+    # A 46-verse pericope ranked first spent a whole 1,000-word-piece page on the one verse a
+    # quotation asked for. 1000 (a page) with parts was chosen on the dev parts over 500, 700, 850
+    # and 1500 and over no parts: near-quotation budget recall .985 -> 1.000, theology .499 ->
+    # .507, recall@20 unchanged everywhere, MRR within noise (parts off cost theology MRR; 500 cost
+    # it beyond noise); see docs/results.md.
+    tokens: int = 1000
+    parts: bool = True
+    # The page a caller takes from the top holds `tokens` word pieces: with `pack_page`, a hit of
+    # the first k that would pass what is left of it follows the hits that still fit
+    # (lectio.retrieval.rerank.pack_page), so one long paragraph does not end the page for the
+    # verses after it; off, only hits longer than the whole page follow. Chosen on the dev parts:
+    # budget recall theology .506 -> .524, Nave's .304 -> .311, recall@20 unchanged (the same k
+    # hits), theology nDCG@10 .420 -> .411 within noise.
+    pack_page: bool = True
+
+
+@dataclass(frozen=True)
+class CollapseSettings:
+    """A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
+    which less than `min_new_share` of its verses is new follows the others. With
+    `commentary_later`, a commentary (or other non-scripture) hit on verses already listed
+    follows the others: its text is worth reading, so it stays, but it spent a page on verses the
+    page had."""
+
+    on: bool = True
+    # 0: none follows; 0.5 and 0.9 moved no dev metric beyond noise but theology recall@20, which
+    # 0.9 cost.
+    min_new_share: float = 0.0
+    # On the dev parts it gained a little everywhere and lost nowhere (Nave's budget recall .280
+    # -> .284).
+    commentary_later: bool = True
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """The stages the fused hits pass through (lectio.retrieval.stages), in the order they run."""
+
+    query_share: QueryShareSettings = field(default_factory=QueryShareSettings)
+    long_passages: LongPassageSettings = field(default_factory=LongPassageSettings)
+    collapse: CollapseSettings = field(default_factory=CollapseSettings)
     # One prolific commentary (Spurgeon's 21,700 passages on the Psalms) can fill a first page:
     # past this many hits from one non-scripture source, its further hits follow all the others.
     # Hybrid mode, and only when no kind is asked for; None turns it off.
@@ -141,21 +194,98 @@ class SearchConfig:
     # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
     # taken. None keeps the ranking as fused.
     mmr_lambda: float | None = None
+    return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
 
 
-def configured(assignments: list[str], **fields) -> SearchConfig:
-    """A SearchConfig from `fields` and FIELD=VALUE strings (`lectio eval --set`), each value read
-    as its field's type; a ValueError naming the assignment for an unknown field or a bad value."""
-    types = {f.name: f.type for f in dataclasses.fields(SearchConfig)}
-    values = dict(fields)
-    for item in assignments:
-        name, sep, raw = (part.strip() for part in item.partition("="))
-        if not sep or name not in types:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, FIELD one of {', '.join(types)}")
-        values[name] = _value(raw, str(types[name]), item)
-    return SearchConfig(**values)
+@dataclass(frozen=True)
+class SearchConfig:
+    """How a non-reference query is answered. Lexical matching catches what
+    vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
+
+    mode: str = "hybrid"  # hybrid | vector | lexical
+    candidates: int = 100  # taken from each retriever before fusion
+    # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
+    word_study: bool = True
+    vector: VectorSettings = field(default_factory=VectorSettings)
+    lexical: LexicalSettings = field(default_factory=LexicalSettings)
+    expansion: ExpansionSettings = field(default_factory=ExpansionSettings)
+    titles: TitleSettings = field(default_factory=TitleSettings)
+    topics: TopicSettings = field(default_factory=TopicSettings)
+    xrefs: XrefSettings = field(default_factory=XrefSettings)
+    fusion: FusionSettings = field(default_factory=FusionSettings)
+    stages: StageSettings = field(default_factory=StageSettings)
+
+    @classmethod
+    def from_options(cls, assignments: Iterable[str] = (), **options) -> SearchConfig:
+        """The configuration the CLI, the service and evaluation search with: the defaults, then
+        `options` (flat names, ALIASES), then NAME=VALUE strings (`lectio eval --set`), NAME a
+        setting's dotted path or flat name. See `but`."""
+        return cls().but(assignments, **options)
+
+    def but(self, assignments: Iterable[str] = (), **options) -> SearchConfig:
+        """This configuration with `options` and NAME=VALUE `assignments` set, each value read as
+        its setting's type. An option of None for a setting that cannot be None is one not given
+        (a CLI option left out). A ValueError naming the assignment for an unknown name or a bad
+        value."""
+        types = setting_types()
+        config = self
+        for name, value in options.items():
+            path = ALIASES.get(name, name)
+            if path not in types:
+                raise ValueError(f"unknown search setting {name!r}")
+            if value is not None or "None" in types[path]:
+                config = _set(config, path.split("."), value)
+        for item in assignments:
+            name, sep, raw = (part.strip() for part in item.partition("="))
+            path = ALIASES.get(name, name)
+            if not sep or path not in types:
+                raise ValueError(f"--set {item!r}: expected NAME=VALUE, NAME one of {', '.join(types)}")
+            config = _set(config, path.split("."), _value(raw, types[path], item))
+        return config
 
 
+def setting_types(kind: type = SearchConfig, prefix: str = "") -> dict[str, str]:
+    """Every setting's dotted path and its type, as written."""
+    found = {}
+    for f in dataclasses.fields(kind):
+        nested = _SETTINGS.get(str(f.type))
+        if nested is not None:
+            found.update(setting_types(nested, f"{prefix}{f.name}."))
+        else:
+            found[prefix + f.name] = str(f.type)
+    return found
+
+
+def _set(settings, path: list[str], value):
+    head, *rest = path
+    return replace(settings, **{head: _set(getattr(settings, head), rest, value) if rest else value})
+
+
+_SETTINGS = {kind.__name__: kind for kind in (
+    VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, XrefSettings, FusionSettings,
+    StageSettings, QueryShareSettings, LongPassageSettings, CollapseSettings)}
+
+# The flat names settings had before they were grouped: docs, commands and scripts still use them.
+ALIASES = {
+    "fusion_score_power": "fusion.score_power", "rrf_k": "fusion.rrf_k", "prominence_weight": "fusion.prominence_weight",
+    "vector_weight": "vector.weight", "ef_search": "vector.ef_search", "expand_vector": "vector.expand",
+    "lexical_weight": "lexical.weight", "bm25_k1": "lexical.k1", "bm25_b": "lexical.b",
+    "lexical_depth": "lexical.depth", "lexical_rescored": "lexical.rescored", "lexical_mirror": "lexical.mirror",
+    "expand_lexical": "lexical.expand",
+    "expansion_weight": "expansion.weight", "expansion_min_count": "expansion.min_count",
+    "expansion_min_share": "expansion.min_share", "expansion_max_terms": "expansion.max_terms",
+    "title_weight": "titles.weight", "title_query_share": "titles.query_share",
+    "topic_words": "topics.words", "topic_rows": "topics.rows", "topic_lexical_weight": "topics.lexical_weight",
+    "topic_other_translations_weight": "topics.other_translations_weight",
+    "xref_weight": "xrefs.weight", "xref_seeds": "xrefs.seeds", "xref_depth": "xrefs.depth",
+    "xref_boost": "xrefs.boost", "xref_max_linked": "xrefs.max_linked",
+    "query_share_weight": "stages.query_share.weight", "query_share_depth": "stages.query_share.depth",
+    "long_passage_tokens": "stages.long_passages.tokens", "long_passage_parts": "stages.long_passages.parts",
+    "pack_page": "stages.long_passages.pack_page",
+    "collapse_covered": "stages.collapse.on", "min_new_share": "stages.collapse.min_new_share",
+    "commentary_later": "stages.collapse.commentary_later",
+    "per_source": "stages.per_source", "mmr_lambda": "stages.mmr_lambda", "return_parents": "stages.return_parents",
+}
 def _value(raw: str, kind: str, item: str):
     if "None" in kind and raw.lower() in ("none", "off"):
         return None

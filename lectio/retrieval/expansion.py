@@ -205,5 +205,5 @@ def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_te
 
 def expansion_words(query: str, config: SearchConfig) -> str:
     """The words `config` adds to `query`, as one string, as the retrievers take them."""
-    return " ".join(expansions(query, min_count=config.expansion_min_count, min_share=config.expansion_min_share,
-                               max_terms=config.expansion_max_terms))
+    return " ".join(expansions(query, min_count=config.expansion.min_count, min_share=config.expansion.min_share,
+                               max_terms=config.expansion.max_terms))

@@ -49,19 +49,19 @@ def candidates(conn, mirror: mirrors.Mirror | None, table_name: str, query: str,
                conditions: list, where: sql.Composable, params: dict, config: SearchConfig,
                corpus: tuple[float, float]) -> Proposals | None:
     """BM25 and title candidates, at most `config.candidates` of each (titles only when
-    `config.title_weight` asks for them); None when there is no mirror or it cannot apply
+    `config.titles.weight` asks for them); None when there is no mirror or it cannot apply
     `conditions` (the caller scores in SQL). `conditions` are what `where` asks
     (lectio.retrieval.scope.Scope.conditions); `corpus` is BM25's N and mean document length, as
     the SQL scoring gets them."""
     eligible = mirror.mask(conditions) if mirror is not None else None
     if eligible is None:
         return None
-    words = conn.execute(_WORDS, {"query": query, "extra": extra, "ew": config.expansion_weight}).fetchall()
-    scores, held = mirror.scores({word: w for word, w, _ in words}, config.bm25_k1, config.bm25_b, *corpus)
+    words = conn.execute(_WORDS, {"query": query, "extra": extra, "ew": config.expansion.weight}).fetchall()
+    scores, held = mirror.scores({word: w for word, w, _ in words}, config.lexical.k1, config.lexical.b, *corpus)
     offers = [_Offer(scores, held & eligible, config.candidates)]
     own = {word for word, _, is_own in words if is_own}
-    if config.title_weight and own:
-        scores, matched = mirror.titles(own, config.title_query_share)
+    if config.titles.weight and own:
+        scores, matched = mirror.titles(own, config.titles.query_share)
         offers.append(_Offer(scores, matched & eligible, config.candidates))
     _confirm(conn, mirror, table_name, offers, where, params)
     return Proposals(offers[0].found, offers[1].found if len(offers) > 1 else [])

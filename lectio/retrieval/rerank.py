@@ -1,5 +1,6 @@
-"""Reshaping a ranked list of rows: read them in rank order, collapse hits another hit covers,
-spread one source's hits, diversify by maximal marginal relevance, or return parents."""
+"""Reshaping a ranked list of hits: re-order by the query's words, move long passages down,
+collapse hits another hit covers, spread one source's hits, diversify by maximal marginal
+relevance, or return parents. The stages of a search (lectio.retrieval.stages) call these."""
 
 from __future__ import annotations
 
@@ -10,28 +11,10 @@ from psycopg import sql
 
 from lectio.embedding.model import count_tokens
 from lectio.retrieval.expansion import query_words
+from lectio.retrieval.hits import Hit
 from lectio.retrieval.shape import content_words
 
-# The columns a result row carries, in the order every reader of rows expects; the last, the part
-# of `text` a result returns (lectio.rulesets.chunk.Chunk), is read from the metadata.
-COLUMNS = ["chunk_id", "kind", "refs", "source_id", "breadcrumb", "header", "text", "granularity", "translation", "title",
-           "answer_span"]
-SELECT_COLUMNS = sql.SQL(", ").join(
-    [*map(sql.Identifier, COLUMNS[:-1]), sql.SQL("metadata -> 'answer_span' AS answer_span")])
-
-
-def rows_by_id(conn, table_name, ids: list[str]) -> list[tuple]:
-    rows = conn.execute(
-        sql.SQL("SELECT {cols} FROM {table} WHERE chunk_id = ANY(%s)").format(
-            cols=SELECT_COLUMNS, table=sql.Identifier(table_name)),
-        [ids],
-    ).fetchall()
-    by_id = {row[0]: row for row in rows}
-    return [by_id[i] for i in ids if i in by_id]
-
-
-def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
-                   depth: int) -> list[tuple[tuple, float]]:
+def by_query_share(hits: list[Hit], query: str, weight: float, depth: int) -> list[Hit]:
     """The first `depth` hits ordered again by score * (1 + weight * share²), where share is how
     many of the query's content words the hit's own text holds. Fusion sees each retriever's
     verdict, not the words: a verse that holds nearly all of a quoted line can sit behind a
@@ -39,12 +22,12 @@ def by_query_share(hits: list[tuple[tuple, float]], query: str, weight: float,
     wanted = set(content_words(query))
     if not wanted or weight <= 0:
         return hits
-    head = [(row, score * (1 + weight * _share(row, wanted) ** 2)) for row, score in hits[:depth]]
-    return sorted(head, key=lambda hit: -hit[1]) + hits[depth:]
+    head = [hit.scored(hit.score * (1 + weight * _share(hit, wanted) ** 2)) for hit in hits[:depth]]
+    return sorted(head, key=lambda hit: -hit.score) + hits[depth:]
 
 
-def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: int,
-                       parts: bool = False, sizes: dict[str, int] | None = None) -> list[tuple[tuple, float]]:
+def long_passages_last(hits: list[Hit], max_tokens: int, depth: int, parts: bool = False,
+                       sizes: dict[str, int] | None = None) -> list[Hit]:
     """Within the first `depth` hits, a hit whose text is longer than `max_tokens` word pieces
     follows the shorter ones (in order): a reader, or a model's context, that takes the page from
     the top spends a whole budget on it, and its vector, averaged over windows, speaks for none of
@@ -55,32 +38,32 @@ def long_passages_last(hits: list[tuple[tuple, float]], max_tokens: int, depth: 
     head, tail = hits[:depth], hits[depth:]
     sizes = {} if sizes is None else sizes
     _measure(head, max_tokens, sizes)
-    long = {row[0] for row, _ in head if sizes[row[0]] > max_tokens}
+    long = {hit.chunk_id for hit in head if sizes[hit.chunk_id] > max_tokens}
     if not long:
         return hits
     if not parts:
-        return [hit for hit in head if hit[0][0] not in long] + [hit for hit in head if hit[0][0] in long] + tail
+        return [hit for hit in head if hit.chunk_id not in long] + [hit for hit in head if hit.chunk_id in long] + tail
     moved: set[str] = set()
     ordered = []
-    for position, (row, score) in enumerate(hits):
-        if row[0] in moved:
+    for position, hit in enumerate(hits):
+        if hit.chunk_id in moved:
             continue
-        if row[0] in long:
-            part = next((hit for hit in hits[position + 1:] if hit[0][0] not in moved and hit[0][0] not in long
-                         and _inside(hit[0], row)), None)
+        if hit.chunk_id in long:
+            part = next((other for other in hits[position + 1:] if other.chunk_id not in moved
+                         and other.chunk_id not in long and _inside(other, hit)), None)
             if part is not None:
-                moved.add(part[0][0])
-                ordered.append((part[0], max(score, part[1])))
-        ordered.append((row, score))
+                moved.add(part.chunk_id)
+                ordered.append(part.scored(max(hit.score, part.score)))
+        ordered.append(hit)
     return ordered
 
 
-def pack_page(hits: list[tuple[tuple, float]], budget: int) -> list[tuple[tuple, float]]:
+def pack_page(hits: list[Hit], budget: int) -> list[Hit]:
     """The hits in rank order, except that a hit which would pass what is left of `budget` word
     pieces follows the hits that still fit (in order): a caller that fills a model's context from
     the top stops at the first hit that does not fit, and one long paragraph would end the page
     for the verses after it. Every hit is counted exactly, as the caller's tokenizer would."""
-    counts = count_tokens([result_text(row) for row, _ in hits])
+    counts = count_tokens([hit.result_text for hit in hits])
     first, later, left = [], [], budget
     for hit, size in zip(hits, counts):
         if size <= left:
@@ -91,54 +74,40 @@ def pack_page(hits: list[tuple[tuple, float]], budget: int) -> list[tuple[tuple,
     return first + later
 
 
-def _measure(hits: list[tuple[tuple, float]], at_most: int, sizes: dict[str, int]) -> None:
+def _measure(hits: list[Hit], at_most: int, sizes: dict[str, int]) -> None:
     """Put in `sizes` the word pieces of each hit's text as a result returns it (result_text); for
     a text of at most `at_most` characters, its length instead, which no count of its pieces
     exceeds (a piece is at least one character): most hits are verses, and tokenizing every hit
     cost milliseconds a search."""
-    texts = {row[0]: result_text(row) for row, _ in hits if row[0] not in sizes}
+    texts = {hit.chunk_id: hit.result_text for hit in hits if hit.chunk_id not in sizes}
     long = [chunk_id for chunk_id, text in texts.items() if len(text) > at_most]
     sizes.update((chunk_id, len(text)) for chunk_id, text in texts.items())
     sizes.update(zip(long, count_tokens([texts[chunk_id] for chunk_id in long])))
 
 
-def _inside(part: tuple, passage: tuple) -> bool:
+def _inside(part: Hit, passage: Hit) -> bool:
     """Scripture of the same translation whose verses are all among the passage's, and fewer."""
-    refs_at, translation_at, kind_at = COLUMNS.index("refs"), COLUMNS.index("translation"), COLUMNS.index("kind")
-    refs, around = set(part[refs_at] or ()), set(passage[refs_at] or ())
-    return part[kind_at] == passage[kind_at] == "scripture" and part[translation_at] == passage[translation_at] \
+    refs, around = set(part.refs or ()), set(passage.refs or ())
+    return part.kind == passage.kind == "scripture" and part.translation == passage.translation \
         and bool(refs) and refs < around
 
 
-def _share(row: tuple, wanted: set[str]) -> float:
-    return len(wanted & set(query_words(own_text(row)))) / len(wanted)
+def _share(hit: Hit, wanted: set[str]) -> float:
+    return len(wanted & set(query_words(hit.own_text))) / len(wanted)
 
 
-def result_text(row: tuple) -> str:
-    """A row's text as a result shows it: its header, then its own text."""
-    header = row[COLUMNS.index("header")]
-    return f"{header}\n{own_text(row)}" if header else own_text(row)
-
-
-def own_text(row: tuple) -> str:
-    """What a row returns as its text: a paragraph's own verses (its answer span), without the
-    neighbours it was embedded and indexed with; the whole text where there is no span."""
-    text, span = row[COLUMNS.index("text")], row[COLUMNS.index("answer_span")]
-    return text[slice(*span)] if span else text
-
-
-def mmr(conn, table_name, hits: list[tuple[tuple, float]], k: int, lam: float) -> list[tuple[tuple, float]]:
+def mmr(conn, table_name, hits: list[Hit], k: int, lam: float) -> list[Hit]:
     """Re-rank by maximal marginal relevance; relevance is the fused score scaled to [0, 1],
     redundancy the cosine similarity of the chunks' embeddings."""
     if len(hits) <= 1:
         return hits
-    ids = [row[0] for row, _ in hits]
+    ids = [hit.chunk_id for hit in hits]
     vectors = dict(conn.execute(
         sql.SQL("SELECT chunk_id, embedding FROM {} WHERE chunk_id = ANY(%s)").format(sql.Identifier(table_name)), [ids]
     ).fetchall())
     matrix = np.array([as_array(vectors[i]) for i in ids], dtype=np.float32)
     similarity = matrix @ matrix.T  # embeddings are unit length
-    scores = np.array([score for _, score in hits], dtype=np.float32)
+    scores = np.array([hit.score for hit in hits], dtype=np.float32)
     relevance = scores / scores.max() if scores.max() > 0 else scores
     chosen: list[int] = []
     remaining = list(range(len(hits)))
@@ -159,8 +128,8 @@ def as_array(value) -> np.ndarray:
     return np.asarray(json.loads(value) if isinstance(value, str) else value)
 
 
-def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0,
-                     commentary_later: bool = False) -> list[tuple[tuple, float]]:
+def collapse_covered(hits: list[Hit], min_new_share: float = 0.0,
+                     commentary_later: bool = False) -> list[Hit]:
     """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
     the paragraph already shown, the same paragraph reached twice. A hit of which less than
     `min_new_share` of its verses is new moves after the others (in order, judged again by what
@@ -173,42 +142,41 @@ def collapse_covered(hits: list[tuple[tuple, float]], min_new_share: float = 0.0
     return kept + _collapse(later, covered, 0.0)[0]
 
 
-def _collapse(hits, covered: set, min_new_share: float, commentary_later: bool = False) -> tuple[list, list]:
+def _collapse(hits: list[Hit], covered: set, min_new_share: float,
+              commentary_later: bool = False) -> tuple[list[Hit], list[Hit]]:
     """(kept, moved later) of `hits`; `covered` gains the verses of those kept."""
-    refs_at, kind_at, translation_at = COLUMNS.index("refs"), COLUMNS.index("kind"), COLUMNS.index("translation")
     kept, later = [], []
-    for row, score in hits:
-        refs = row[refs_at] or []
-        if row[kind_at] != "scripture" or not refs:
+    for hit in hits:
+        refs = hit.refs or []
+        if hit.kind != "scripture" or not refs:
             if refs and commentary_later and set(refs) <= {ref for _, ref in covered}:
-                later.append((row, score))
+                later.append(hit)
             else:
-                kept.append((row, score))
+                kept.append(hit)
             continue
-        keys = {(row[translation_at], ref) for ref in refs}
+        keys = {(hit.translation, ref) for ref in refs}
         new = keys - covered
         if not new:
             continue
         if len(new) < min_new_share * len(keys):
-            later.append((row, score))
+            later.append(hit)
             continue
         covered |= keys
-        kept.append((row, score))
+        kept.append(hit)
     return kept, later
 
 
-def spread_sources(hits: list[tuple[tuple, float]], per_source: int) -> list[tuple[tuple, float]]:
+def spread_sources(hits: list[Hit], per_source: int) -> list[Hit]:
     """Keep the order, but move each non-scripture source's hits past its first `per_source` to
     the end (still in order): scripture's translations are never capped."""
-    source_at, kind_at = COLUMNS.index("source_id"), COLUMNS.index("kind")
     taken: dict[str, int] = {}
     first, later = [], []
-    for row, score in hits:
-        if row[kind_at] == "scripture":
-            first.append((row, score))
+    for hit in hits:
+        if hit.kind == "scripture":
+            first.append(hit)
             continue
-        taken[row[source_at]] = taken.get(row[source_at], 0) + 1
-        (first if taken[row[source_at]] <= per_source else later).append((row, score))
+        taken[hit.source_id] = taken.get(hit.source_id, 0) + 1
+        (first if taken[hit.source_id] <= per_source else later).append(hit)
     return first + later
 
 

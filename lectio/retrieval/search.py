@@ -18,9 +18,10 @@ from psycopg import sql
 
 from lectio.index import mirror as mirrors
 from lectio.index import revocation, security, versions
-from lectio.retrieval import candidates, lexical, query_text, rerank, topics, word_study
+from lectio.retrieval import candidates, lexical, query_text, rerank, stages, topics, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
+from lectio.retrieval.hits import SELECT_COLUMNS, Hit, hits_by_id
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
 from lectio.rulesets.strongs import plain_letters
@@ -79,58 +80,80 @@ class SearchResponse:
         }
 
 
-def search(
-    conn: psycopg.Connection,
-    query: str,
-    *,
-    k: int = 10,
-    principals: tuple[str, ...] = DEFAULT_PRINCIPALS,
-    version: str | None = None,
-    embedder: Embedder | None = None,
-    config: SearchConfig | None = None,
-    filters: Filters | None = None,
-    vector_conn: psycopg.Connection | None = None,
-) -> SearchResponse:
-    """With `vector_conn`, a second connection to the same database (a service's pool has one to
-    spare), the vector side of a ranked search runs on it while `conn` answers the lexical side."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as a caller asks it: the query, how many results, as whom, of which version
+    (the live one when None), narrowed how and ranked how."""
+
+    query: str
+    k: int = 10
+    principals: tuple[str, ...] = DEFAULT_PRINCIPALS
+    version: str | None = None
+    filters: Filters = field(default_factory=Filters)
+    config: SearchConfig = field(default_factory=SearchConfig)
+
+
+def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedder | None = None,
+           vector_conn: psycopg.Connection | None = None) -> SearchResponse:
+    """The answer to `request`: a reference is looked up, a word study answered from the
+    lexicon, anything else ranked. `embedder` is the caller's loaded model (the version's is
+    loaded when None or another); with `vector_conn`, a second connection to the same database
+    (a service's pool has one to spare), the vector side of a ranked search runs on it while
+    `conn` answers the lexical side."""
+    if request.k < 1:
+        raise ValueError(f"k must be at least 1, not {request.k}")
     # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
-    query = _CONTROL.sub(" ", query).strip()
+    query = _CONTROL.sub(" ", request.query).strip()
     if not query:
-        return SearchResponse(query, "none", version, message="empty query: nothing to search for")
-    info = versions.get_version(conn, version)
-    if refused := _unservable(query, version, info):
+        return SearchResponse(query, "none", request.version, message="empty query: nothing to search for")
+    info = versions.get_version(conn, request.version)
+    if refused := _unservable(query, request.version, info):
         return refused
-    version = info.version
-    config = config or SearchConfig()
     meant = query_text.read(query)  # what every strategy below reads of it, decided once
     try:
         ranges = meant.reference()
     except UnknownReference as exc:
-        return SearchResponse(query, "reference", version, message=str(exc))
-    # Read (or built, once per version) as the owner, before the search turns reader.
-    lexical_mirror = config.lexical_mirror and config.mode != "vector" and not ranges
-    filters = Scope(principals, filters or Filters(), info.bm25_corpus,
-                       mirrors.ensure(conn, info) if lexical_mirror else None)
-    if not ranges:  # a reference is looked up, not embedded
-        try:
-            embedder = embedder.for_model(info.model_id) if embedder else Embedder.for_queries_of(info.model_id)
-        except ValueError as exc:
-            return SearchResponse(query, "none", version, message=f"index version {version!r} cannot be searched here: {exc}")
-    request = _Request(conn, info.table_name, query, k, filters, version, config, embedder, info.layout, vector_conn)
+        return SearchResponse(query, "reference", info.version, message=str(exc))
+    searcher = _searcher(conn, replace(request, query=query), info, bool(ranges), embedder, vector_conn)
+    if isinstance(searcher, SearchResponse):
+        return searcher
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.
-        security.act_as_reader(conn, principals)
-        if ranges:
-            return _lookup(request, ranges)
-        word = meant.word_study() if config.word_study else None
-        if word is not None:
-            response = _word_study(replace(request, query=meant.subject), word)
-            if response is not None:
-                return replace(response, query=query)
-        return replace(_ranked_search(replace(request, query=meant.text)), query=query)
+        security.act_as_reader(conn, request.principals)
+        return replace(_route(searcher, meant, ranges), query=query)
+
+
+def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, reference: bool, embedder: Embedder | None,
+              vector_conn: psycopg.Connection | None) -> _Request | SearchResponse:
+    """What the search needs of the version, read as the owner before it turns reader: the
+    lexical mirror (built once per version) and the model; a response where the model cannot
+    embed for the version."""
+    config, version = request.config, info.version
+    lexical_mirror = config.lexical.mirror and config.mode != "vector" and not reference
+    scope = Scope(request.principals, request.filters, info.bm25_corpus,
+                  mirrors.ensure(conn, info) if lexical_mirror else None)
+    if not reference:  # a reference is looked up, not embedded
+        try:
+            embedder = embedder.for_model(info.model_id) if embedder else Embedder.for_queries_of(info.model_id)
+        except ValueError as exc:
+            return SearchResponse(request.query, "none", version,
+                                  message=f"index version {version!r} cannot be searched here: {exc}")
+    return _Request(conn, info.table_name, request.query, request.k, scope, version, config, embedder, info.layout,
+                    vector_conn)
+
+
+def _route(request: _Request, meant: query_text.QueryText, ranges: list[RefRange]) -> SearchResponse:
+    """A reference's verses, a word's study, or else the ranked search."""
+    if ranges:
+        return _lookup(request, ranges)
+    word = meant.word_study() if request.config.word_study else None
+    if word is not None:
+        # The study reads the subject the query asks about ("love" of "the Greek word for love").
+        response = _word_study(replace(request, query=meant.subject), word)
+        if response is not None:
+            return response
+    return _ranked_search(replace(request, query=meant.text))
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:
@@ -147,7 +170,7 @@ def _unservable(query: str, version: str | None, info: versions.IndexVersion | N
 
 @dataclass(frozen=True)
 class _Request:
-    """One search as its internals see it: what is asked, of which version, as whom and how.
+    """One search as its internals see it: a SearchRequest with what was read of its version.
     A narrower search inside it (the lexicon entries of a word study) is a replace() of it."""
 
     conn: psycopg.Connection
@@ -162,15 +185,10 @@ class _Request:
     vector_conn: psycopg.Connection | None = None  # the vector side's, beside the lexical side on `conn`
 
 
-def _rows_to_results(rows, scores) -> list[Result]:
-    results = []
-    for rank, (row, score) in enumerate(zip(rows, scores), start=1):
-        r = dict(zip(rerank.COLUMNS, row))
-        results.append(
-            Result(rank, r["chunk_id"], r["kind"], list(r["refs"]), r["source_id"], r["breadcrumb"],
-                   rerank.result_text(row), round(float(score), 4), r["granularity"], r["translation"])
-        )
-    return results
+def _results(hits: list[Hit]) -> list[Result]:
+    return [Result(rank, hit.chunk_id, hit.kind, list(hit.refs), hit.source_id, hit.breadcrumb, hit.result_text,
+                   round(float(hit.score), 4), hit.granularity, hit.translation)
+            for rank, hit in enumerate(hits, start=1)]
 
 
 def _lookup(request: _Request, ranges: list[RefRange]) -> SearchResponse:
@@ -186,11 +204,11 @@ def _lookup(request: _Request, ranges: list[RefRange]) -> SearchResponse:
         rows = conn.execute(
             sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
                     "ORDER BY ordinal, translation LIMIT %(k)s").format(
-                cols=rerank.SELECT_COLUMNS, table=sql.Identifier(request.table_name), span=span, where=where),
+                cols=SELECT_COLUMNS, table=sql.Identifier(request.table_name), span=span, where=where),
             {**span_params, **params, "k": request.k},
         ).fetchall()
         if rows:
-            return SearchResponse(query, "reference", version, _rows_to_results(rows, [1.0] * len(rows)))
+            return SearchResponse(query, "reference", version, _results([Hit.of_row(row, 1.0) for row in rows]))
     labels = "; ".join(r.label for r in ranges)
     return SearchResponse(query, "reference", version, message=f"no verses of {labels} are in the index")
 
@@ -231,7 +249,7 @@ class _Proposals:
 def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple[str, float]]:
     """(chunk_id, score) best first: vector, lexical, or both (with pericope titles and the
     cross-reference graph) fused by reciprocal rank fusion; `rows` narrows the rows ranked."""
-    return _fused(request, _proposals(request, rows), request.config.lexical_weight)
+    return _fused(request, _proposals(request, rows), request.config.lexical.weight)
 
 
 def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Proposals:
@@ -245,16 +263,16 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
     posting_filter = where if filters.on_postings and rows is None else None
     if rows is not None:
         where = sql.SQL("{} AND {}").format(where, rows)
-    extra = expansion_words(query, config) if config.expand_lexical or config.expand_vector else ""
+    extra = expansion_words(query, config) if config.lexical.expand or config.vector.expand else ""
     vector = side = near = words = titles = others = None
     if config.mode in ("hybrid", "vector"):
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
-        text = f"{query} {extra}" if config.expand_vector and extra else query
+        text = f"{query} {extra}" if config.vector.expand and extra else query
         side = _EMBEDDING.submit(_vector_side, request, text, where, params)
     try:
         if config.mode in ("hybrid", "lexical"):
-            lexical_extra = extra if config.expand_lexical else ""
+            lexical_extra = extra if config.lexical.expand else ""
             # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
             found = lexical.candidates(conn, filters.mirror if rows is None else None, table_name, query, lexical_extra,
                                        filters.conditions(translation), where, params, config, filters.corpus)
@@ -263,9 +281,9 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
                     candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config,
                                                   layout, posting_filter),
                     candidates.title_candidates(conn, table_name, query, where, params, config, layout)
-                    if config.title_weight else [])
-            words, titles = found.words, found.titles if config.title_weight else None
-        if rows is None and config.topic_other_translations_weight and topics.fused_again(query, config, filters):
+                    if config.titles.weight else [])
+            words, titles = found.words, found.titles if config.titles.weight else None
+        if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
             # Read while the vector side still walks the graph: a topic's is the longer walk.
             others = topics.other_translations(conn, table_name, query, filters, config, layout, translation)
     finally:
@@ -285,20 +303,20 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float,
     citation prior."""
     conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
     # Vector first, as fusion has always taken them: ties keep that order.
-    lists = [(weight, ranked) for weight, ranked in ((config.vector_weight, found.near), (lexical_weight, found.words),
-                                                     (config.title_weight, found.titles)) if ranked is not None]
+    lists = [(weight, ranked) for weight, ranked in ((config.vector.weight, found.near), (lexical_weight, found.words),
+                                                     (config.titles.weight, found.titles)) if ranked is not None]
     if others_weight and found.others is not None:
         lists.append((others_weight, found.others))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
-    power = config.fusion_score_power if config.mode == "hybrid" else 0.0
-    fused = candidates.fuse(lists, config.rrf_k, power) if len(lists) > 1 else lists[0][1]
-    if config.mode == "hybrid" and config.xref_weight:
-        linked = candidates.xref_candidates(conn, table_name, fused[: config.xref_seeds], found.vector, found.where,
+    power = config.fusion.score_power if config.mode == "hybrid" else 0.0
+    fused = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
+    if config.mode == "hybrid" and config.xrefs.weight:
+        linked = candidates.xref_candidates(conn, table_name, fused[: config.xrefs.seeds], found.vector, found.where,
                                             found.params, config, layout)
         if linked:
-            fused = candidates.fuse([*lists, (config.xref_weight, linked)], config.rrf_k, power)
-    if config.mode == "hybrid" and config.prominence_weight:
-        fused = candidates.weigh_prominence(conn, table_name, fused, config.prominence_weight, layout,
+            fused = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
+    if config.mode == "hybrid" and config.fusion.prominence_weight:
+        fused = candidates.weigh_prominence(conn, table_name, fused, config.fusion.prominence_weight, layout,
                                             request.filters.mirror)
     return fused
 
@@ -307,47 +325,28 @@ def _is_topic(request: _Request, ranked) -> bool:
     """A short query that names no passage: its best hit is not a whole pericope."""
     if not ranked or not topics.topic_shaped(request.query, request.config, request.filters):
         return False
-    best = rerank.rows_by_id(request.conn, request.table_name, [ranked[0][0]])
-    return bool(best) and best[0][rerank.COLUMNS.index("granularity")] != "pericope"
+    best = hits_by_id(request.conn, request.table_name, ranked[:1])
+    return bool(best) and best[0].granularity != "pericope"
 
 
 def _ranked_search(request: _Request) -> SearchResponse:
     conn, table_name, query, k, config = request.conn, request.table_name, request.query, request.k, request.config
     found = _proposals(request)
-    ranked = _fused(request, found, config.lexical_weight)
+    ranked = _fused(request, found, config.lexical.weight)
     if _is_topic(request, ranked):
-        if config.topic_rows != "all":
-            ranked = _fused(request, _proposals(request, topics.TOPIC_ROWS[config.topic_rows]), config.topic_lexical_weight)
+        if config.topics.rows != "all":
+            rows = topics.TOPIC_ROWS[config.topics.rows]
+            ranked = _fused(request, _proposals(request, rows), config.topics.lexical_weight)
         else:
-            ranked = _fused(request, found, config.topic_lexical_weight, config.topic_other_translations_weight)
-    if config.return_parents:
+            ranked = _fused(request, found, config.topics.lexical_weight, config.topics.other_translations_weight)
+    if config.stages.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
-    # More than k hits are read when collapsing may drop some, spreading may move some back, or
-    # MMR chooses among them.
-    reranked = config.collapse_covered or config.per_source is not None or config.mmr_lambda is not None
-    pool = ranked[: k * 4 if reranked else k]
-    scores = dict(pool)
-    hits = [(row, scores[row[0]]) for row in rerank.rows_by_id(conn, table_name, [chunk_id for chunk_id, _ in pool])]
-    if config.query_share_weight and config.mode == "hybrid":
-        hits = rerank.by_query_share(hits, query, config.query_share_weight, config.query_share_depth)
-    sizes: dict[str, int] = {}  # the long-passage steps' measures, shared so none is taken twice
-    long_parts = config.long_passage_tokens and config.long_passage_parts and config.mode == "hybrid"
-    if long_parts:
-        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, parts=True, sizes=sizes)
-    if config.collapse_covered:
-        hits = rerank.collapse_covered(hits, config.min_new_share, config.commentary_later)
-    if config.per_source is not None and config.mode == "hybrid" and request.filters.given.kind is None:
-        hits = rerank.spread_sources(hits, config.per_source)
-    if config.mmr_lambda is not None:
-        hits = rerank.mmr(conn, table_name, hits, k, config.mmr_lambda)
-    hits = hits[:k]
-    if config.long_passage_tokens and config.pack_page and config.mode == "hybrid":
-        hits = rerank.pack_page(hits, config.long_passage_tokens)
-    elif config.long_passage_tokens and config.mode == "hybrid":
-        hits = rerank.long_passages_last(hits, config.long_passage_tokens, k, sizes=sizes)
-    return SearchResponse(
-        query, config.mode, request.version, _rows_to_results([row for row, _ in hits], [score for _, score in hits])
-    )
+    pipeline = stages.build(config)
+    # Read as deep as the deepest stage looks: those that drop hits, move them back or choose
+    # among them see more than k.
+    hits = hits_by_id(conn, table_name, ranked[:stages.pool_depth(pipeline, k)])
+    context = stages.Context(conn, table_name, query, k, request.filters.given.kind)
+    return SearchResponse(query, config.mode, request.version, _results(stages.run(pipeline, hits, context)))
 
 
 def _word_study(request: _Request, word: word_study.WordQuery) -> SearchResponse | None:
@@ -382,8 +381,8 @@ def _word_study(request: _Request, word: word_study.WordQuery) -> SearchResponse
         {"numbers": numbers, **params, **query_params, "k": k},
     ).fetchall()
     ids = [chunk_id for chunk_id, _ in entries] + [chunk_id for (chunk_id,) in verses]
-    rows = rerank.rows_by_id(conn, table_name, ids[:k])
-    return SearchResponse(query, "word-study", version, _rows_to_results(rows, [1.0] * len(rows)))
+    hits = hits_by_id(conn, table_name, [(chunk_id, 1.0) for chunk_id in ids[:k]])
+    return SearchResponse(query, "word-study", version, _results(hits))
 
 
 _NUMBER_OR_SCRIPT = re.compile(r"\b(?:strong'?s\s+)?[GH]\d{1,5}\b|[\u0370-\u03ff\u1f00-\u1fff\u0590-\u05ff]+", re.IGNORECASE)
@@ -436,7 +435,7 @@ def _lexicon_entries(request: _Request, word: word_study.WordQuery) -> list[tupl
         request, query=word.term, filters=lexicon, vector_conn=None,
         # The word asked about, not its theological neighbours: "grace" must find charis, not
         # the words for mercy the expansion would add.
-        config=replace(request.config, xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False)))
+        config=request.config.but(xref_weight=0, title_weight=0, expand_lexical=False, expand_vector=False)))
     ids = [chunk_id for chunk_id, _ in ranked[:50]]
     return matching("chunk_id = ANY(%(ids)s)", "array_position(%(ids)s, chunk_id)", ids=ids)
 

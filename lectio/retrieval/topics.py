@@ -4,8 +4,6 @@ word's vector is vague; many readers' words are another translation's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from psycopg import sql
 
 from lectio.retrieval import candidates, lexical, shape
@@ -24,16 +22,16 @@ def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
     """A short query, as its words alone tell (`query` read by lectio.retrieval.query_text). A
     filter only narrows the rows that may answer it and never turns the topic path off, but for a
     kind other than scripture: no verse is left for the topic's words to find."""
-    if filters.given.kind not in (None, "scripture") or not config.topic_words:
+    if filters.given.kind not in (None, "scripture") or not config.topics.words:
         return False
-    if config.topic_rows == "all" and config.mode != "hybrid":
+    if config.topics.rows == "all" and config.mode != "hybrid":
         return False  # fused again in a hybrid only
-    return shape.query_shape(query, config.topic_words) == shape.TOPIC
+    return shape.query_shape(query, config.topics.words) == shape.TOPIC
 
 
 def fused_again(query: str, config: SearchConfig, filters: Scope) -> bool:
     """Whether a topic-shaped query is fused again from its candidates (not read from other rows)."""
-    return config.topic_rows == "all" and topic_shaped(query, config, filters)
+    return config.topics.rows == "all" and topic_shaped(query, config, filters)
 
 
 def other_translations(conn, table_name: str, query: str, filters: Scope, config: SearchConfig,
@@ -42,10 +40,10 @@ def other_translations(conn, table_name: str, query: str, filters: Scope, config
     of the same verses in `translation` (candidates.twins): the verse whose word `translation`
     renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
     where, params = filters.where(translation, others=True)
-    extra = expansion_words(query, config) if config.expand_lexical else ""
+    extra = expansion_words(query, config) if config.lexical.expand else ""
     conditions = filters.conditions(translation, others=True)
     found = lexical.candidates(conn, filters.mirror, table_name, query, extra, conditions, where, params,
-                               replace(config, title_weight=0.0), filters.corpus)
+                               config.but(title_weight=0.0), filters.corpus)
     if found is not None:
         ranked = found.words
     else:

@@ -24,7 +24,7 @@ from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings
 
@@ -171,9 +171,10 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
             return JSONResponse({"error": problem}, status_code=400)
         started = time.perf_counter()
         try:
+            asked = SearchRequest(q, k=k, principals=principals, filters=filters,
+                                  config=SearchConfig.from_options(mode=mode))
             response = state["pool"].run_pair(lambda conn, second: search(
-                conn, q, k=k, principals=principals, filters=filters, config=SearchConfig(mode=mode),
-                embedder=state["embedder"], vector_conn=second))
+                conn, asked, embedder=state["embedder"], vector_conn=second))
         except Exception:
             metrics.errors.inc()
             raise

@@ -14,7 +14,7 @@ from lectio.index import citations, mirror, revocation, security, versions
 from lectio.retrieval import candidates, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, expansion_words, search
+from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
 from lectio.sources import load_sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -38,7 +38,7 @@ def lexical_both_ways(conn, info, found, query, principals=("public",), given=Fi
     filters = Scope(principals, given, info.bm25_corpus)
     translation = given.translation or "WEB"
     where, params = filters.where(translation)
-    extra = expansion_words(query, config) if config.expand_lexical else ""
+    extra = expansion_words(query, config) if config.lexical.expand else ""
     with conn.transaction():
         security.act_as_reader(conn, principals)
         mirrored = lexical.candidates(conn, found, info.table_name, query, extra, filters.conditions(translation),
@@ -125,12 +125,14 @@ def test_the_mirror_matches_titles_as_sql_does(conn, live):
 @pytest.mark.parametrize("query", QUERIES[:4])
 def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch, mode, query):
     principals = ("public", "user:alice")
-    in_sql = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode, lexical_mirror=False))
+    in_sql = search(conn, SearchRequest(query, k=20, principals=principals,
+                                        config=SearchConfig.from_options(mode=mode, lexical_mirror=False)))
     # With the mirror on, neither BM25, the title match nor the citation prior's counts are read in SQL.
     monkeypatch.setattr(candidates, "lexical_candidates", None)
     monkeypatch.setattr(candidates, "title_candidates", None)
     monkeypatch.setattr(citations, "most_cited", None)
-    mirrored = search(conn, query, k=20, principals=principals, config=SearchConfig(mode=mode))
+    mirrored = search(conn, SearchRequest(query, k=20, principals=principals,
+                                          config=SearchConfig.from_options(mode=mode)))
     assert mirrored.results
     assert [(r.chunk_id, r.score) for r in mirrored.results] == [(r.chunk_id, r.score) for r in in_sql.results]
 
@@ -155,10 +157,11 @@ def bobs_note_first(conn, info, found) -> str:
 def test_a_private_chunk_the_mirror_ranks_first_reaches_no_one_else(conn, live, mode):
     info, found = live
     bobs = bobs_note_first(conn, info, found)
-    assert search(conn, BOBS_WORDS, k=5, principals=("public", "user:bob"),
-                  config=SearchConfig(mode=mode)).results[0].chunk_id == bobs
+    assert search(conn, SearchRequest(BOBS_WORDS, k=5, principals=("public", "user:bob"),
+                                      config=SearchConfig.from_options(mode=mode))).results[0].chunk_id == bobs
     for principals in (("public",), ("public", "user:alice"), ("group:staff",)):
-        results = search(conn, BOBS_WORDS, k=50, principals=principals, config=SearchConfig(mode=mode)).results
+        results = search(conn, SearchRequest(BOBS_WORDS, k=50, principals=principals,
+                                             config=SearchConfig.from_options(mode=mode))).results
         assert bobs not in {r.chunk_id for r in results}
 
 
@@ -190,7 +193,7 @@ def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
     assert all(found.chunk_ids[i].startswith("notes-") for i in mirror.best(scores, held, 2))
     wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),
-                                             replace(SearchConfig(), candidates=1, expand_lexical=False))
+                                             SearchConfig.from_options(candidates=1, expand_lexical=False))
     # The first two reads proposed only private chunks and returned nothing; a deeper one found the best public.
     assert not mirrored[0][0].startswith("notes-")
     assert ranked_alike(mirrored, exhaustive)
@@ -204,8 +207,8 @@ def test_a_revoked_versions_mirror_serves_nothing(conn, live, foreign_sources, f
     revoked = versions.get_version(conn, info.version)
     assert (found.path / "manifest.json").is_file()  # the files are still there, and still refused
     assert mirror.ensure(conn, revoked) is None and mirror.load(revoked) is None
-    response = search(conn, BOBS_WORDS, principals=("public", "user:bob"), version=info.version,
-                      config=SearchConfig(mode="lexical"))
+    response = search(conn, SearchRequest(BOBS_WORDS, principals=("public", "user:bob"), version=info.version,
+                                          config=SearchConfig.from_options(mode="lexical")))
     assert response.results == [] and response.message == f"index version {info.version} is unavailable"
     # A process that loaded the mirror before the revocation gets nothing from it either: the
     # reader's read of the proposed rows is refused.

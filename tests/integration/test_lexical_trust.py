@@ -18,7 +18,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.build import build_index
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import run_source
 from pipelines.cli import main as cli
@@ -86,7 +86,7 @@ def home(home_factory, tmp_path_factory):
 
 
 def ranking(home, conn, version: str, query: str, principals, config: SearchConfig) -> list[tuple[str, float]]:
-    response = search(conn, query, k=20, principals=principals, version=version, config=config,
+    response = search(conn, SearchRequest(query, k=20, principals=principals, version=version, config=config),
                       embedder=home.embedder)
     assert response.mode != "none", response.message
     return [(result.chunk_id, result.score) for result in response.results]
@@ -99,7 +99,7 @@ def ranking(home, conn, version: str, query: str, principals, config: SearchConf
 @pytest.mark.parametrize("mirrored", [True, False], ids=["mirror", "sql"])
 @pytest.mark.parametrize("principals", [("public",), ("public", "user:bob")], ids=["anonymous", "bob"])
 def test_private_chunks_added_to_an_index_move_no_one_elses_ranking(home, mode, mirrored, principals):
-    config = SearchConfig(mode=mode, lexical_mirror=mirrored)
+    config = SearchConfig.from_options(mode=mode, lexical_mirror=mirrored)
     with home.connect() as conn:
         for query in QUERIES:
             without = ranking(home, conn, home.without, query, principals, config)
@@ -185,9 +185,10 @@ def test_a_damaged_mirror_is_built_again_never_served(home, damage, mode, caplog
         whole = {name: np.array(array) for name, array in found.arrays.items()}
         damage(found.path, found)
         mirror.forget(settings.home, version)  # as a process that starts after the damage
-        in_sql = ranking(home, conn, version, QUERIES[0], ("public",), SearchConfig(mode=mode, lexical_mirror=False))
+        in_sql = ranking(home, conn, version, QUERIES[0], ("public",),
+                         SearchConfig.from_options(mode=mode, lexical_mirror=False))
         with caplog.at_level(logging.WARNING, logger=mirror.__name__):
-            mirrored = ranking(home, conn, version, QUERIES[0], ("public",), SearchConfig(mode=mode))
+            mirrored = ranking(home, conn, version, QUERIES[0], ("public",), SearchConfig.from_options(mode=mode))
         assert mirrored == in_sql
         # What served it was built again, whole.
         rebuilt = mirror.load(info, settings.home)

@@ -26,7 +26,7 @@ from lectio.rulesets import scripture
 from lectio.index import loader, locks, retention, tables, versions
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
-from lectio.retrieval.search import search
+from lectio.retrieval.search import SearchRequest, search
 from lectio.sources import Source, SourceError, parse_entry
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -225,7 +225,7 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
         # Users searching during the migration: each search reads the live pointer afresh.
         with home.connect() as conn:
             while not stop.is_set():
-                response = search(conn, "Romans 8:28")
+                response = search(conn, SearchRequest("Romans 8:28"))
                 seen.append((response.index_version, [r.chunk_id for r in response.results]))
                 answered.set()
 
@@ -274,8 +274,9 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
         # Permissions survived: the staff guide is still staff-only in the new version's table.
         assert set(new_chunks.loc[new_chunks["source_id"] == "staff-guide", "acl"].map(tuple)) == {("group:staff",)}
         query = "prayer requests shared in the group stay confidential"
-        assert all(r.source_id != "staff-guide" for r in search(conn, query, k=20).results)
-        assert search(conn, query, k=20, principals=("public", "group:staff")).results[0].source_id == "staff-guide"
+        assert all(r.source_id != "staff-guide" for r in search(conn, SearchRequest(query, k=20)).results)
+        staff = search(conn, SearchRequest(query, k=20, principals=("public", "group:staff"))).results
+        assert staff[0].source_id == "staff-guide"
 
     # `lectio index list` shows versions, rulesets, rows, metrics and which is live.
     assert cli(["index", "list", "--json"]) == 0
@@ -292,7 +293,7 @@ def test_a_changed_rule_is_migrated_while_the_live_index_answers(home, capsys):
     capsys.readouterr()
     with home.connect() as conn:
         assert versions.live_version(conn) == live_before and versions.previous_version(conn) == candidate
-        assert search(conn, "Romans 8:28").index_version == live_before
+        assert search(conn, SearchRequest("Romans 8:28")).index_version == live_before
 
     # The Dagster UI shows the evaluation: every version's scores, deltas against the live one.
     instance = DagsterInstance.get()
@@ -336,7 +337,7 @@ def test_a_chapter_per_chunk_candidate_is_refused(home, capsys):
         refused = versions.get_version(conn, candidate)
         assert refused.status == "ready" and not refused.live and refused.rows == 8 + 4  # 8 chapters, 4 guide sections
         assert refused.metrics["gate"]["decision"] == "refuse"
-        assert search(conn, "Romans 8:28").index_version == live_before
+        assert search(conn, SearchRequest("Romans 8:28")).index_version == live_before
 
     # The refusal is a failed asset check, with the per-query differences, for the alert sensor.
     check = latest_gate_check(DagsterInstance.get())
@@ -375,7 +376,7 @@ def test_retention_drops_old_versions_but_never_the_live_one_or_the_previous(hom
         for version in (live, previous):
             with pytest.raises(ValueError, match="cannot be dropped"):
                 versions.drop_version(conn, version)
-        assert search(conn, "Romans 8:28").index_version == live
+        assert search(conn, SearchRequest("Romans 8:28")).index_version == live
         # Rolling back is still possible: the previous version is whole.
         assert versions.get_version(conn, previous).status == "ready"
 
@@ -418,7 +419,7 @@ def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it
             assert versions.get_version(conn, building).status == "building"
             assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None
             assert versions.live_version(conn) == live_before
-            assert search(conn, "Romans 8:28").results[0].chunk_id == "rom_8_28_web"
+            assert search(conn, SearchRequest("Romans 8:28")).results[0].chunk_id == "rom_8_28_web"
     finally:
         if process.poll() is None:
             process.kill()
@@ -433,7 +434,7 @@ def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it
     with home.connect() as conn:
         assert versions.live_version(conn) == candidate and versions.previous_version(conn) == live_before
         assert versions.get_version(conn, building) is None
-        assert search(conn, "Romans 8:28").index_version == candidate
+        assert search(conn, SearchRequest("Romans 8:28")).index_version == candidate
 
 
 def wait_for_blocked_build(conn, process) -> tuple[str, int]:

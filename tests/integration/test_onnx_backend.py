@@ -17,7 +17,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
 from lectio.index import versions
 from lectio.index.build import build_index
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import input_fingerprints, run_source
 
@@ -104,10 +104,10 @@ def test_a_backend_change_re_embeds_and_builds_a_version_that_records_it(conn, s
     version = build_index(conn, frame, on_onnx.model_id, [], switch_live=False).version
     assert versions.get_version(conn, version).model_id == on_onnx.model_id
     # Searched with the version's own backend, whatever this process embeds with.
-    vector = SearchConfig(mode="vector")
+    vector = SearchConfig.from_options(mode="vector")
     query = "I lift up my eyes to the hills"
-    as_torch = search(conn, query, version=version, embedder=on_torch, config=vector).results
-    as_onnx = search(conn, query, version=version, embedder=on_onnx, config=vector).results
+    as_torch = search(conn, SearchRequest(query, version=version, config=vector), embedder=on_torch).results
+    as_onnx = search(conn, SearchRequest(query, version=version, config=vector), embedder=on_onnx).results
     assert as_torch and [(r.chunk_id, r.score) for r in as_torch] == [(r.chunk_id, r.score) for r in as_onnx]
 
 

@@ -2,8 +2,6 @@
 proposes the search's translation's verse of the same reference, read as the caller, so a
 translation the caller may not see lends nothing."""
 
-from dataclasses import replace
-
 import pytest
 from psycopg import sql
 
@@ -11,7 +9,7 @@ from lectio.index import security, versions
 from lectio.retrieval import candidates
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -25,8 +23,8 @@ sources:
 """
 ALICE = ("public", "user:alice")
 PUBLIC = ("public",)
-HEAVY = SearchConfig(topic_other_translations_weight=1000.0)
-OFF = SearchConfig(topic_other_translations_weight=0.0)
+HEAVY = SearchConfig.from_options(topic_other_translations_weight=1000.0)
+OFF = SearchConfig.from_options(topic_other_translations_weight=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +34,13 @@ def two_translations(index_of):
 
 def find(conn, index, query, principals, config):
     version, embedder = index
-    return search(conn, query, k=10, principals=principals, version=version, embedder=embedder, config=config).results
+    return search(conn, SearchRequest(query, k=10, principals=principals, version=version, config=config),
+                  embedder=embedder).results
 
 
 @pytest.mark.parametrize("word, ref", [("atonement", "rom_5_11"), ("moderation", "phil_4_5")])
 def test_a_topic_in_another_translations_words_finds_the_verse_in_the_searchs_own(conn, two_translations, word, ref):
-    own_words = find(conn, two_translations, word, ALICE, SearchConfig(mode="lexical"))
+    own_words = find(conn, two_translations, word, ALICE, SearchConfig.from_options(mode="lexical"))
     assert all(ref not in hit.refs for hit in own_words)  # the WEB never says it
     first = find(conn, two_translations, word, ALICE, HEAVY)[0]
     assert (first.refs, first.granularity, first.translation) == ([ref], "verse", "WEB")
@@ -50,7 +49,7 @@ def test_a_topic_in_another_translations_words_finds_the_verse_in_the_searchs_ow
 
 @pytest.mark.parametrize("mirrored", [True, False])
 def test_a_translation_the_caller_may_not_read_lends_nothing(conn, two_translations, mirrored):
-    heavy, off = (replace(config, lexical_mirror=mirrored) for config in (HEAVY, OFF))
+    heavy, off = (config.but(lexical_mirror=mirrored) for config in (HEAVY, OFF))
     for word in ("atonement", "moderation"):
         as_public = [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, heavy)]
         assert as_public == [hit.chunk_id for hit in find(conn, two_translations, word, PUBLIC, off)]
@@ -79,6 +78,5 @@ def test_a_twin_is_the_same_verses_in_the_asked_translation(conn, two_translatio
 def test_the_mirror_and_sql_propose_the_same_twins(conn, two_translations):
     for word in ("atonement", "moderation", "peace"):
         mirrored = find(conn, two_translations, word, ALICE, HEAVY)
-        in_sql = find(conn, two_translations, word, ALICE, SearchConfig(topic_other_translations_weight=1000.0,
-                                                                        lexical_mirror=False))
+        in_sql = find(conn, two_translations, word, ALICE, HEAVY.but(lexical_mirror=False))
         assert [(hit.chunk_id, hit.score) for hit in mirrored] == [(hit.chunk_id, hit.score) for hit in in_sql], word

@@ -9,7 +9,7 @@ from psycopg import sql
 
 from lectio.index import security, versions
 from lectio.index.database import open_database
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.settings import secure_home
 from lectio.sources import PrincipalError
 
@@ -19,8 +19,8 @@ QUERY = "anxious prayer before the hospital appointment"
 
 
 def sources_seen(conn, principals, mode="hybrid", vector_conn=None):
-    results = search(conn, QUERY, k=50, principals=principals, config=SearchConfig(mode=mode),
-                     vector_conn=vector_conn).results
+    asked = SearchRequest(QUERY, k=50, principals=principals, config=SearchConfig.from_options(mode=mode))
+    results = search(conn, asked, vector_conn=vector_conn).results
     return {r.source_id for r in results}
 
 
@@ -50,7 +50,7 @@ def test_private_notes_reach_only_their_owner_through_search(main_run, conn, dat
     assert len(second.vector_readers) == 6  # hybrid and vector, three readers each
     assert all(user == security.READER_ROLE and token for user, token in second.vector_readers)
     # A reference lookup goes through the same rules: a principal granted nothing sees nothing.
-    assert search(conn, "Philippians 4:6", principals=("user:nobody",)).results == []
+    assert search(conn, SearchRequest("Philippians 4:6", principals=("user:nobody",))).results == []
 
 
 @pytest.fixture()
@@ -132,7 +132,7 @@ def test_an_expired_token_is_refused(reader, conn):
 def test_a_principal_is_one_value_or_refused(conn, principal):
     """A comma once made one principal two (the policy split the list on commas)."""
     with pytest.raises(PrincipalError):
-        search(conn, "Psalm 23:1", principals=(principal,))
+        search(conn, SearchRequest("Psalm 23:1", principals=(principal,)))
     with pytest.raises(PrincipalError):
         security.sign(conn, [principal])
     with pytest.raises(psycopg.errors.RaiseException, match="is not a principal"):

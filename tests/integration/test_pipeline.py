@@ -8,7 +8,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 from lectio.index import versions
 from pipelines.cli import main as cli
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import search
+from lectio.retrieval.search import SearchRequest, search
 from pipelines.definitions import build_definitions
 from pipelines.runners import run_main
 
@@ -32,29 +32,31 @@ def test_main_job_indexes_every_source(main_run, conn):
 
 
 def test_reference_queries_return_the_verse_first(main_run, conn):
-    results = search(conn, "Romans 5:1").results
+    results = search(conn, SearchRequest("Romans 5:1")).results
     assert results[0].chunk_id == "rom_5_1_web" and results[0].refs == ["rom_5_1"]
-    assert [r.chunk_id for r in search(conn, "Rom 8:28-30").results] == [f"rom_8_{v}_web" for v in (28, 29, 30)]
-    assert search(conn, "Phil 4:6", filters=Filters(translation="KJV")).results[0].chunk_id == "phil_4_6_kjv"
+    assert [r.chunk_id for r in search(conn, SearchRequest("Rom 8:28-30")).results] == [
+        f"rom_8_{v}_web" for v in (28, 29, 30)]
+    kjv = search(conn, SearchRequest("Phil 4:6", filters=Filters(translation="KJV"))).results
+    assert kjv[0].chunk_id == "phil_4_6_kjv"
 
 
 def test_unknown_references_get_a_message_not_a_crash(main_run, conn):
-    response = search(conn, "Romans 17:1")
+    response = search(conn, SearchRequest("Romans 17:1"))
     assert not response.results and "Romans has 16 chapters" in response.message
-    response = search(conn, "Genesis 1:1")  # a real verse, but not in the fixture corpus
+    response = search(conn, SearchRequest("Genesis 1:1"))  # a real verse, but not in the fixture corpus
     assert not response.results and "no verses of Genesis 1:1" in response.message
 
 
 def test_vector_search_finds_the_paraphrased_verse(main_run, conn):
-    results = search(conn, "do not be anxious about anything", k=10).results
+    results = search(conn, SearchRequest("do not be anxious about anything", k=10)).results
     assert "phil_4_6" in {ref for r in results for ref in r.refs}
     assert all(r.translation in (None, "WEB") for r in results)  # WEB is preferred by default
 
 
 def test_documents_are_visible_only_to_their_principals(main_run, conn):
     query = "prayer requests shared in the group stay confidential"
-    public = search(conn, query, k=20).results
-    staff = search(conn, query, k=20, principals=("public", "group:staff")).results
+    public = search(conn, SearchRequest(query, k=20)).results
+    staff = search(conn, SearchRequest(query, k=20, principals=("public", "group:staff"))).results
     assert all(r.source_id != "staff-guide" for r in public)
     assert staff[0].source_id == "staff-guide"
     assert staff[0].text.startswith("Study Group Leader Guide › Leading a study group › Confidentiality")
@@ -157,12 +159,12 @@ def test_hybrid_lexical_and_vector_modes(main_run, conn):
 
     query = "do not be anxious about anything"
     for mode in ("vector", "lexical", "hybrid"):
-        response = search(conn, query, k=5, config=SearchConfig(mode=mode))
+        response = search(conn, SearchRequest(query, k=5, config=SearchConfig.from_options(mode=mode)))
         assert response.mode == mode
         assert "phil_4_6" in {ref for r in response.results for ref in r.refs}, mode
     # BM25 weighs the rare word: a query of one rare word finds the chunks that hold it, a
     # paragraph perhaps only in the neighbouring sentences indexed to help find it.
-    lexical = search(conn, "Nicodemus", k=5, config=SearchConfig(mode="lexical")).results
+    lexical = search(conn, SearchRequest("Nicodemus", k=5, config=SearchConfig.from_options(mode="lexical"))).results
     table = versions.get_version(conn, versions.live_version(conn)).table_name
     indexed = dict(conn.execute(f"SELECT chunk_id, text FROM {table} WHERE chunk_id = ANY(%s)",
                                 [[r.chunk_id for r in lexical]]).fetchall())
@@ -173,8 +175,9 @@ def test_hybrid_lexical_and_vector_modes(main_run, conn):
 def test_parents_replace_children_once(main_run, conn):
     from lectio.retrieval.search import SearchConfig
 
-    plain = search(conn, "rejoice in the Lord always", k=20).results
-    parents = search(conn, "rejoice in the Lord always", k=20, config=SearchConfig(return_parents=True)).results
+    plain = search(conn, SearchRequest("rejoice in the Lord always", k=20)).results
+    parents = search(conn, SearchRequest("rejoice in the Lord always", k=20,
+                                         config=SearchConfig.from_options(return_parents=True))).results
     assert any(r.granularity == "verse" for r in plain)
     assert not any(r.granularity == "verse" for r in parents)  # every verse has a pericope parent here
     ids = [r.chunk_id for r in parents]

@@ -7,7 +7,7 @@ transliterations are also names."""
 import pytest
 
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -23,8 +23,8 @@ def surface_forms(query: str, topic: bool) -> list[str]:
     return forms
 
 
-def ranking(conn, query: str, k: int = 10, **options) -> tuple[str, list[str]]:
-    response = search(conn, query, k=k, **options)
+def ranking(conn, query: str, k: int = 10, embedder=None, **options) -> tuple[str, list[str]]:
+    response = search(conn, SearchRequest(query, k=k, **options), embedder=embedder)
     return response.mode, [hit.chunk_id for hit in response.results]
 
 
@@ -45,31 +45,31 @@ def test_the_kjvs_spelling_of_a_word_is_the_word(main_run, conn):
 # share) or by the hits around it (collapse, long passages, packing the page), and a rank-fused
 # score depends on how many rows of other kinds ranked above it: with them on, a scripture filter
 # keeps the first hits and may reorder the later ones (for issue 35's query-shape suite to measure).
-FUSION = SearchConfig(prominence_weight=0.0, query_share_weight=0.0, long_passage_tokens=0,
-                      collapse_covered=False, per_source=None)
+FUSION = SearchConfig.from_options(prominence_weight=0.0, query_share_weight=0.0, long_passage_tokens=0,
+                                   collapse_covered=False, per_source=None)
 
 
 @pytest.mark.parametrize("query", TOPICS)
 def test_a_scripture_filter_narrows_a_topics_fusion_and_keeps_its_path(main_run, conn, query):
     _, filtered = ranking(conn, query, k=20, config=FUSION, filters=Filters(kind="scripture"))
-    unfiltered = search(conn, query, k=40, config=FUSION).results
+    unfiltered = search(conn, SearchRequest(query, k=40, config=FUSION)).results
     assert filtered == [hit.chunk_id for hit in unfiltered if hit.kind == "scripture"][:20]
 
 
 @pytest.mark.parametrize("query", TOPICS)
 def test_a_scripture_filter_keeps_a_topics_first_scripture_hits(main_run, conn, query):
     _, filtered = ranking(conn, query, filters=Filters(kind="scripture"))
-    unfiltered = [hit.chunk_id for hit in search(conn, query, k=40).results if hit.kind == "scripture"]
+    unfiltered = [hit.chunk_id for hit in search(conn, SearchRequest(query, k=40)).results if hit.kind == "scripture"]
     assert filtered[:5] == unfiltered[:5]
 
 
 def test_a_reference_stays_a_reference_and_a_book_name_is_a_topic(main_run, conn):
     for form in ("Micah 6:8", "micah 6:8", "Micah 6:8?", "verses about Micah 6:8"):
-        response = search(conn, form)
+        response = search(conn, SearchRequest(form))
         assert response.mode == "reference" and "no verses of Micah 6:8" in response.message, form
-    assert search(conn, "micah").mode == "hybrid"
+    assert search(conn, SearchRequest("micah")).mode == "hybrid"
     for form in ("Rom 8:28", "rom 8:28?", '"Rom 8:28."', "What does the Bible say about Rom 8:28?"):
-        response = search(conn, form)
+        response = search(conn, SearchRequest(form))
         assert (response.mode, [hit.chunk_id for hit in response.results]) == ("reference", ["rom_8_28_web"]), form
         assert response.query == form  # the response names the query as the caller asked it
 

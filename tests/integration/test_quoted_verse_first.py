@@ -5,7 +5,7 @@ first hits by how much of the query their own text holds."""
 
 import pytest
 
-from lectio.retrieval.search import SearchConfig, search
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -13,7 +13,7 @@ QUOTE = "I can do all things through Christ who strengthens me"
 
 
 def first(conn, **settings) -> str:
-    return search(conn, QUOTE, k=5, config=SearchConfig(**settings)).results[0].chunk_id
+    return search(conn, SearchRequest(QUOTE, k=5, config=SearchConfig.from_options(**settings))).results[0].chunk_id
 
 
 def test_a_quoted_verse_both_sides_rank_first_stays_first(main_run, conn):

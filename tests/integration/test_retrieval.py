@@ -3,7 +3,6 @@ cross-reference graph under row-level security, word studies with Strong's, filt
 collapse of hits that add no new verse."""
 
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -21,7 +20,7 @@ from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, expansion_words, search
+from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
 
@@ -54,10 +53,10 @@ def small_index(index_of):
                      "study.jsonl": "".join(json.dumps(note) + "\n" for note in STUDY)})
 
 
-def find(conn, small_index, query, k=20, **options):
+def find(conn, small_index, query, k=20, vector_conn=None, **options):
     version, embedder = small_index
-    config = options.pop("config", SearchConfig())
-    return search(conn, query, k=k, version=version, embedder=embedder, config=config, **options)
+    return search(conn, SearchRequest(query, k=k, version=version, **options), embedder=embedder,
+                  vector_conn=vector_conn)
 
 
 def rank_of(results, ref):
@@ -68,8 +67,8 @@ def rank_of(results, ref):
 
 
 def test_lexical_expansion_reaches_yahweh(conn, small_index):
-    lexical = SearchConfig(mode="lexical", title_weight=0)
-    plain = find(conn, small_index, "the Lord", config=replace(lexical, expand_lexical=False)).results
+    lexical = SearchConfig.from_options(mode="lexical", title_weight=0)
+    plain = find(conn, small_index, "the Lord", config=lexical.but(expand_lexical=False)).results
     expanded = find(conn, small_index, "the Lord", config=lexical).results
     assert plain and all("lord" in r.text.lower() for r in plain)
     assert any("Yahweh" in r.text and "lord" not in r.text.lower() for r in expanded)
@@ -79,7 +78,7 @@ def test_lexical_expansion_reaches_yahweh(conn, small_index):
 
 
 def test_a_named_passage_finds_its_pericope(conn, small_index):
-    results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig(mode="lexical")).results
+    results = find(conn, small_index, "the good shepherd", k=3, config=SearchConfig.from_options(mode="lexical")).results
     assert results[0].granularity == "pericope"
     assert results[0].refs[0] == "john_10_1"
 
@@ -94,11 +93,11 @@ def test_query_shapes():
 
 
 def test_a_short_topic_is_answered_with_verses(conn, small_index):
-    routed = SearchConfig(topic_words=2, topic_rows="verses")
+    routed = SearchConfig.from_options(topic_words=2, topic_rows="verses")
     assert any(r.granularity != "verse" for r in find(conn, small_index, "sheep").results)  # not routed by default
     topic = find(conn, small_index, "sheep", config=routed).results
     assert topic and all(r.granularity == "verse" for r in topic)
-    mixed = find(conn, small_index, "tribulation", config=replace(routed, topic_rows="verses+other")).results
+    mixed = find(conn, small_index, "tribulation", config=routed.but(topic_rows="verses+other")).results
     assert {r.granularity for r in mixed if r.kind == "scripture"} == {"verse"}
     assert any(r.kind != "scripture" for r in mixed)  # the commentary stays
     # Not routed: a sentence, and a short query whose best answer is a whole passage.
@@ -109,8 +108,8 @@ def test_a_short_topic_is_answered_with_verses(conn, small_index):
 
 def test_a_short_topic_is_fused_again_with_its_words_weighing_more(conn, small_index):
     def first(query, weight, mode="hybrid"):
-        config = SearchConfig(mode=mode, topic_words=1, topic_rows="all", topic_lexical_weight=weight, per_source=None,
-                              query_share_weight=0, long_passage_tokens=0)
+        config = SearchConfig.from_options(mode=mode, topic_words=1, topic_rows="all", topic_lexical_weight=weight,
+                                           per_source=None, query_share_weight=0, long_passage_tokens=0)
         return find(conn, small_index, query, config=config).results[0].chunk_id
 
     lexical = first("sheep", 1, mode="lexical")
@@ -128,7 +127,8 @@ def test_hits_that_add_no_new_verse_are_collapsed(conn, small_index):
             if r.kind == "scripture":
                 assert not set(r.refs) <= seen, (query, r.chunk_id)
                 seen |= set(r.refs)
-    kept = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(collapse_covered=False)).results
+    kept = find(conn, small_index, "the Lord is my shepherd",
+                config=SearchConfig.from_options(collapse_covered=False)).results
     assert len(kept) == 20  # without collapsing, redundant hits fill the list
 
 
@@ -137,7 +137,7 @@ def test_a_paragraph_answers_with_its_own_verses_not_its_neighbours(conn, small_
     table = sql.Identifier(versions.get_version(conn, version).table_name)
     verse_text = dict(conn.execute(sql.SQL("SELECT refs[1], text FROM {} WHERE granularity = 'verse'").format(table)).fetchall())
     paragraphs = [r for query in ("do not be anxious about anything", "the Lord is my shepherd")
-                  for r in find(conn, small_index, query, config=SearchConfig(mode="vector")).results
+                  for r in find(conn, small_index, query, config=SearchConfig.from_options(mode="vector")).results
                   if r.granularity == "paragraph"]
     assert paragraphs
     for hit in paragraphs:
@@ -159,17 +159,17 @@ def test_a_version_is_searched_with_the_model_that_embedded_it(conn, small_index
     embed_chunks(conn, frame, int8)
     version = build_index(conn, frame, int8.model_id, [], switch_live=False).version
     assert versions.get_version(conn, version).model_id == int8.model_id != small_index[1].model_id
-    vector = SearchConfig(mode="vector")
+    vector = SearchConfig.from_options(mode="vector")
     query = "the Lord is my shepherd"
     # This process embeds in fp32; the version's own model embeds the query all the same.
-    as_configured = search(conn, query, version=version, embedder=small_index[1], config=vector).results
-    as_built = search(conn, query, version=version, embedder=int8, config=vector).results
+    as_configured = search(conn, SearchRequest(query, version=version, config=vector), embedder=small_index[1]).results
+    as_built = search(conn, SearchRequest(query, version=version, config=vector), embedder=int8).results
     assert as_configured and [(r.chunk_id, r.score) for r in as_configured] == [(r.chunk_id, r.score) for r in as_built]
     unknown = versions.get_version(conn, version)
     conn.execute("UPDATE index_versions SET model_id = 'e5-small@1.0' WHERE version = %s", [version])
     try:
-        response = search(conn, query, version=version, embedder=small_index[1], config=vector)
-        reference = search(conn, "Romans 5:1", version=version)  # looked up, not embedded
+        response = search(conn, SearchRequest(query, version=version, config=vector), embedder=small_index[1])
+        reference = search(conn, SearchRequest("Romans 5:1", version=version))  # looked up, not embedded
     finally:
         conn.execute("UPDATE index_versions SET model_id = %s WHERE version = %s", [unknown.model_id, version])
     assert not response.results and "'e5-small@1.0' is not one this lectio can load" in response.message
@@ -194,7 +194,7 @@ def test_the_graph_links_what_the_corpus_cites(conn, small_index):
 
 def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
     query = "Yahweh is my shepherd, I shall lack nothing"
-    xref = SearchConfig(xref_weight=1.0)
+    xref = SearchConfig.from_options(xref_weight=1.0)
     with_link = find(conn, small_index, query, k=100, principals=("public", "user:alice"), config=xref).results
     without = find(conn, small_index, query, k=100, principals=("public",), config=xref).results
     linked, unlinked = rank_of(with_link, "rom_5_8"), rank_of(without, "rom_5_8")
@@ -221,7 +221,7 @@ def test_word_statistics_reveal_no_private_word(conn, small_index, database):
             assert reader.execute(f"SELECT count(*) FROM {postings.table_name(table)} WHERE term = 'shepherd'").fetchone()[0] > 0
     # Its owner still finds the note by that word.
     mine = find(conn, small_index, "quillwort", k=3, principals=("public", "user:alice"),
-                config=SearchConfig(mode="lexical")).results
+                config=SearchConfig.from_options(mode="lexical")).results
     assert mine and mine[0].source_id == "notes-alice"
 
 
@@ -267,7 +267,7 @@ def test_the_vector_side_on_a_second_connection_ranks_the_same(conn, small_index
 
 def test_postings_read_deep_enough_score_as_before(conn, small_index):
     # Reading only each word's single best posting finds fewer chunks, each scored as before.
-    shallow = SearchConfig(lexical_depth=1, lexical_rescored=3)
+    shallow = SearchConfig.from_options(lexical_depth=1, lexical_rescored=3)
     read, scanned = lexical_both_ways(conn, small_index, "the good shepherd gives his life for the sheep", config=shallow)
     whole = dict(lexical_both_ways(conn, small_index, "the good shepherd gives his life for the sheep")[1])
     assert 0 < len(read) <= 3 < len(scanned)
@@ -300,7 +300,7 @@ def test_a_title_matches_only_a_query_it_holds_most_of(conn, small_index):
     assert titled("the good shepherd")[0].startswith("john_10_1_")
     # One word of two ("shepherd" of "the hired shepherd") is no name for "The Good Shepherd".
     assert titled("the hired shepherd") == []
-    assert titled("the hired shepherd", SearchConfig(title_query_share=0.5))
+    assert titled("the hired shepherd", SearchConfig.from_options(title_query_share=0.5))
 
 
 # ---------------------------------------------------------------- citation prior
@@ -324,9 +324,10 @@ def test_often_cited_passages_rise_among_close_hits(conn, small_index):
     assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
     # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
     # The notes are on verses already listed: kept in their place, not moved after the others.
-    plain = find(conn, small_index, "everlasting life", config=SearchConfig(prominence_weight=0, commentary_later=False)).results
+    plain = find(conn, small_index, "everlasting life",
+                 config=SearchConfig.from_options(prominence_weight=0, commentary_later=False)).results
     weighed = find(conn, small_index, "everlasting life",
-                   config=SearchConfig(prominence_weight=1.0, commentary_later=False)).results
+                   config=SearchConfig.from_options(prominence_weight=1.0, commentary_later=False)).results
     assert plain[0].chunk_id != "john_3_16_web"
     assert weighed[0].chunk_id == "john_3_16_web"
     # Only scripture is weighed: the notes themselves keep their place relative to each other.
@@ -350,8 +351,9 @@ def _beyond_cap(results, cap=2):
 def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
     query = "the shepherd"
     # The fixture's notes are all on Psalm 23's verses: they would follow the verses as covered.
-    plain = find(conn, small_index, query, config=SearchConfig(per_source=None, commentary_later=False)).results
-    spread = find(conn, small_index, query, config=SearchConfig(commentary_later=False)).results
+    plain = find(conn, small_index, query,
+                 config=SearchConfig.from_options(per_source=None, commentary_later=False)).results
+    spread = find(conn, small_index, query, config=SearchConfig.from_options(commentary_later=False)).results
     late = _beyond_cap(plain)
     assert late and late[0] < len(plain) - len(late)  # without the cap, a third note comes early
     moved = _beyond_cap(spread)
@@ -359,7 +361,8 @@ def test_one_commentary_cannot_fill_the_first_page(conn, small_index):
     # Asking for one kind is asking for that kind's best, in order.
     notes = find(conn, small_index, query, filters=Filters(kind="notes")).results
     assert [r.chunk_id for r in notes] == [
-        r.chunk_id for r in find(conn, small_index, query, filters=Filters(kind="notes"), config=SearchConfig(per_source=None)).results]
+        r.chunk_id for r in find(conn, small_index, query, filters=Filters(kind="notes"),
+                                 config=SearchConfig.from_options(per_source=None)).results]
 
 
 # ---------------------------------------------------------------- word studies
@@ -416,7 +419,7 @@ def test_odd_queries_get_an_answer_not_an_error(conn, small_index):
     assert find(conn, small_index, "   ").message == "empty query: nothing to search for"
     nul = find(conn, small_index, "the Lord is\x00 my shepherd").results  # NUL cannot reach PostgreSQL
     assert nul and nul[0].refs[0] == "ps_23_1"
-    wide = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig(candidates=1500)).results
+    wide = find(conn, small_index, "the Lord is my shepherd", config=SearchConfig.from_options(candidates=1500)).results
     assert wide and wide[0].refs[0] == "ps_23_1"  # past pgvector's ef_search limit of 1,000
 
 
@@ -443,10 +446,10 @@ def test_filters_narrow_without_starving(conn, small_index):
 def test_mmr_trades_near_duplicates_for_breadth(conn, small_index):
     query = "God so loved the world that he gave his Son"
     plain = find(conn, small_index, query, k=8).results
-    diverse = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=0.5)).results
+    diverse = find(conn, small_index, query, k=8, config=SearchConfig.from_options(mmr_lambda=0.5)).results
     assert plain[0].chunk_id == diverse[0].chunk_id  # the best hit stays first
     assert len(diverse) == 8 and [r.chunk_id for r in diverse] != [r.chunk_id for r in plain]
-    relevance_only = find(conn, small_index, query, k=8, config=SearchConfig(mmr_lambda=1.0)).results
+    relevance_only = find(conn, small_index, query, k=8, config=SearchConfig.from_options(mmr_lambda=1.0)).results
     assert [r.chunk_id for r in relevance_only] == [r.chunk_id for r in plain]
 
 

@@ -148,9 +148,9 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
         assert "revoked" in err and "notes-alice" in err, (argv, err)
     with home.connect() as conn:
         assert versions.live_version(conn) == second.index["version"]
-        from lectio.retrieval.search import search
+        from lectio.retrieval.search import SearchRequest, search
 
-        refused = search(conn, "Romans 8:28", version=exposed)
+        refused = search(conn, SearchRequest("Romans 8:28", version=exposed))
         assert refused.results == [] and refused.message == f"index version {exposed} is unavailable"
 
     # Prune may drop it, rollback target or not.
@@ -189,14 +189,14 @@ def test_readers_survive_the_embedded_server_being_killed(home):
 
     from lectio.embedding.model import Embedder
     from lectio.index.pool import ReadPool
-    from lectio.retrieval.search import search
+    from lectio.retrieval.search import SearchRequest, search
 
     assert run(home, home.sources("base")).index["ok"]
     embedder = Embedder()
     query = "how to lead a study group"
 
     def answer(conn):
-        return [r.chunk_id for r in search(conn, query, k=5, embedder=embedder).results]
+        return [r.chunk_id for r in search(conn, SearchRequest(query, k=5), embedder=embedder).results]
 
     plain = home.database.connect()
     with ReadPool(home.settings, size=4) as pool:

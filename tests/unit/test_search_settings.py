@@ -1,26 +1,54 @@
-"""`lectio eval --set FIELD=VALUE`: any search setting for one evaluation, read as its field's type."""
+"""`lectio eval --set NAME=VALUE`: any search setting for one evaluation, named by its dotted path
+(or the flat name it had before settings were grouped), read as its setting's type."""
+
+from dataclasses import replace
 
 import pytest
 
-from lectio.retrieval.config import SearchConfig, configured
+from lectio.retrieval.config import ALIASES, SearchConfig, setting_types
 
 
-def test_each_value_is_read_as_its_fields_type():
-    config = configured(["ef_search=300", "expansion_weight=0.5", "expand_vector=true", "per_source=none",
-                         "topic_rows=verses+other"], mode="vector")
-    assert config == SearchConfig(mode="vector", ef_search=300, expansion_weight=0.5, expand_vector=True,
-                                  per_source=None, topic_rows="verses+other")
-    assert configured([]) == SearchConfig()
+def test_each_value_is_read_as_its_settings_type():
+    config = SearchConfig.from_options(["vector.ef_search=300", "expansion.weight=0.5", "vector.expand=true",
+                                        "stages.per_source=none", "topics.rows=verses+other"], mode="vector")
+    default = SearchConfig()
+    assert config == replace(default, mode="vector",
+                             vector=replace(default.vector, ef_search=300, expand=True),
+                             expansion=replace(default.expansion, weight=0.5),
+                             stages=replace(default.stages, per_source=None),
+                             topics=replace(default.topics, rows="verses+other"))
+    assert SearchConfig.from_options([]) == SearchConfig()
+
+
+def test_the_flat_names_still_name_their_settings():
+    assert set(ALIASES.values()) | {"mode", "candidates", "word_study"} == set(setting_types())
+    flat = SearchConfig.from_options(["ef_search=300", "query_share_weight=0.5", "per_source=none"])
+    dotted = SearchConfig.from_options(["vector.ef_search=300", "stages.query_share.weight=0.5",
+                                        "stages.per_source=none"])
+    assert flat == dotted == SearchConfig.from_options(ef_search=300, query_share_weight=0.5, per_source=None)
+    assert dotted.stages.query_share.depth == SearchConfig().stages.query_share.depth
+
+
+def test_an_option_left_out_keeps_its_default_but_none_turns_off_what_none_can():
+    config = SearchConfig.from_options(prominence_weight=None, mmr_lambda=None, per_source=None)
+    assert config.fusion.prominence_weight == SearchConfig().fusion.prominence_weight
+    assert config.stages.per_source is None and config.stages.mmr_lambda is None
 
 
 @pytest.mark.parametrize("item, problem", [
-    ("nope=1", "expected FIELD=VALUE"),
-    ("ef_search", "expected FIELD=VALUE"),
+    ("nope=1", "expected NAME=VALUE"),
+    ("ef_search", "expected NAME=VALUE"),
+    ("vector=1", "expected NAME=VALUE"),
     ("ef_search=many", "'many' is not of type int"),
-    ("expand_vector=perhaps", "'perhaps' is not of type bool"),
+    ("vector.expand=perhaps", "'perhaps' is not of type bool"),
     ("ef_search=none", "'none' is not of type int"),
 ])
 def test_a_bad_setting_is_one_clear_line(item, problem):
     with pytest.raises(ValueError, match=problem) as refused:
-        configured([item])
+        SearchConfig.from_options([item])
     assert repr(item) in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_an_unknown_option_is_named():
+    with pytest.raises(ValueError, match="unknown search setting 'nope'"):
+        SearchConfig.from_options(nope=1)

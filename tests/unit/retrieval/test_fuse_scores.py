@@ -38,20 +38,19 @@ def test_a_list_without_positive_scores_counts_by_ranks():
     assert fuse([(1.0, [("x", -0.2), ("y", -0.4)])], rrf_k=60, score_power=2.0)[0] == ("x", pytest.approx(1 / 61))
 
 
-def _row(chunk_id, refs, kind="scripture"):
-    from lectio.retrieval.rerank import COLUMNS
+def _hit(chunk_id, refs, score, kind="scripture"):
+    from lectio.retrieval.hits import Hit
 
-    values = {"chunk_id": chunk_id, "kind": kind, "refs": refs, "translation": "WEB"}
-    return tuple(values.get(column) for column in COLUMNS)
+    return Hit(chunk_id, score, kind=kind, refs=refs, translation="WEB")
 
 
 def test_a_hit_adding_few_new_verses_follows_those_that_add_more():
     from lectio.retrieval.rerank import collapse_covered
 
-    hits = [(_row("v2", ["r2"]), 0.9), (_row("v3", ["r3"]), 0.8),
-            (_row("pericope", ["r1", "r2", "r3", "r4"]), 0.7),  # half of it new
-            (_row("v2-again", ["r2"]), 0.6), (_row("v5", ["r5"]), 0.5), (_row("v1", ["r1"]), 0.4)]
-    ids = lambda kept: [row[0] for row, _ in kept]
+    hits = [_hit("v2", ["r2"], 0.9), _hit("v3", ["r3"], 0.8),
+            _hit("pericope", ["r1", "r2", "r3", "r4"], 0.7),  # half of it new
+            _hit("v2-again", ["r2"], 0.6), _hit("v5", ["r5"], 0.5), _hit("v1", ["r1"], 0.4)]
+    ids = lambda kept: [hit.chunk_id for hit in kept]
     assert ids(collapse_covered(hits)) == ["v2", "v3", "pericope", "v5"]
     # Above half new or nothing: the pericope moves after v1, which it no longer covers.
     assert ids(collapse_covered(hits, min_new_share=0.6)) == ["v2", "v3", "v5", "v1", "pericope"]

@@ -1,0 +1,50 @@
+"""The ranked search's stages: built once from the configuration, only those it turns on for its
+mode, in the declared order, and the fused hits read as deep as the deepest of them looks."""
+
+from __future__ import annotations
+
+from lectio.retrieval import stages
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.hits import Hit
+
+
+def names(config: SearchConfig) -> list[str]:
+    return [type(stage).__name__ for stage in stages.build(config)]
+
+
+def test_the_hybrid_runs_every_stage_it_turns_on_in_the_declared_order():
+    assert names(SearchConfig()) == ["QueryShare", "LongPassageParts", "CollapseCovered", "SpreadSources",
+                                     "Truncate", "PackPage"]
+    diverse = SearchConfig.from_options(mmr_lambda=0.5, pack_page=False)
+    assert names(diverse) == ["QueryShare", "LongPassageParts", "CollapseCovered", "SpreadSources", "Mmr",
+                              "Truncate", "PackPage"]
+    assert not stages.build(diverse)[-1].pack  # only hits longer than the page follow
+    assert stages.build(SearchConfig()) is stages.build(SearchConfig())  # built once per configuration
+
+
+def test_the_baselines_keep_only_the_stages_every_mode_serves():
+    assert names(SearchConfig.from_options(mode="vector")) == ["CollapseCovered", "Truncate"]
+    plain = SearchConfig.from_options(mode="lexical", collapse_covered=False)
+    assert names(plain) == ["Truncate"]
+    assert stages.pool_depth(stages.build(plain), 10) == 10
+
+
+def test_the_pool_is_as_deep_as_the_deepest_stage_looks():
+    # The part of a long passage is looked for below the first k, with nothing else reranking.
+    parts_only = SearchConfig.from_options(collapse_covered=False, per_source=None, query_share_weight=0)
+    assert names(parts_only) == ["LongPassageParts", "Truncate", "PackPage"]
+    assert stages.pool_depth(stages.build(parts_only), 5) == 20
+    # Query share re-orders its first ten, whatever k.
+    share_only = SearchConfig.from_options(collapse_covered=False, per_source=None, long_passage_tokens=0)
+    assert stages.pool_depth(stages.build(share_only), 5) == 10
+
+
+def test_a_stage_reads_the_hits_by_name_and_keeps_them_typed():
+    hits = [Hit("a", 0.3, kind="notes", source_id="s", refs=[]), Hit("b", 0.2, kind="notes", source_id="s", refs=[]),
+            Hit("c", 0.1, kind="scripture", refs=["r"])]
+    spread = stages.SpreadSources(1)
+    context = stages.Context(None, "t", "q", 2, kind=None)
+    assert [hit.chunk_id for hit in spread.apply(hits, context)] == ["a", "c", "b"]
+    # A caller asking for one kind sees its sources as ranked.
+    assert spread.apply(hits, stages.Context(None, "t", "q", 2, kind="notes")) == hits
+    assert stages.run((spread, stages.Truncate()), hits, context) == [hits[0], hits[2]]
