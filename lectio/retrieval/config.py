@@ -16,7 +16,7 @@ from lectio.index.postings import BM25_B, BM25_K1
 @dataclass(frozen=True)
 class VectorSettings:
     weight: float = 1.0  # the HNSW list's weight in fusion
-    # The vector side takes `candidates` (100) rows from HNSW. ef_search 100 finds 95.5 % of the
+    # The vector side takes `candidates` rows from HNSW. ef_search 100 finds 95.5 % of the
     # exact top 100 (one query only 75 %), 400 finds 99.5 %. 200 was chosen on the dev parts of
     # all three query sets, where every metric stayed within noise of 400 (and of 150): the HNSW
     # walk is the longest step a hybrid search must wait for (benchmarks/search_latency.py).
@@ -203,7 +203,12 @@ class SearchConfig:
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
 
     mode: str = "hybrid"  # hybrid | vector | lexical
-    candidates: int = 100  # taken from each retriever before fusion
+    # Taken from each retriever before fusion: every row the HNSW walk at ef_search 200 finds, and
+    # as many of BM25's. 200 was chosen over 100, 150 and 300 on the dev parts: long passages
+    # recall@20 .425 -> .446 (paired interval [-.003, +.049]; 300 gave .447), Nave's MRR .510 ->
+    # .519 and nDCG@10 .329 -> .335 (both beyond noise), theology and near-quotations within noise
+    # or unchanged; a paragraph-long query's verses sit further down each list (docs/results.md).
+    candidates: int = 200
     # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
     word_study: bool = True
     vector: VectorSettings = field(default_factory=VectorSettings)
