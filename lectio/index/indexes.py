@@ -26,7 +26,10 @@ _INDEXES = (
 
 def create(conn: psycopg.Connection, table: str) -> None:
     ident = sql.Identifier(table)
-    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    # At least 512 MB for the HNSW graph; a server, database or role set higher keeps its own: a
+    # graph that outgrows it is built on disk, several times slower (docs/scale.md).
+    conn.execute("SELECT set_config('maintenance_work_mem', greatest(setting::bigint, %s)::text, true) "
+                 "FROM pg_settings WHERE name = 'maintenance_work_mem'", (512 * 1024,))
     conn.execute(
         sql.SQL(
             "CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
