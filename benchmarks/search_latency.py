@@ -47,10 +47,9 @@ from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.index import security
-from lectio.retrieval import candidates as retrievers
 from lectio.retrieval import lexical
 from lectio.retrieval.hits import hits_by_id
-from lectio.retrieval.candidates import lexical_candidates
+from lectio.retrieval.candidates import fuse, vector_candidates, weigh_prominence
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest,
@@ -206,6 +205,9 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
     filters = public_scope(version)
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions = filters.conditions(DEFAULT_TRANSLATION)
+    rows = lexical.Rows(conn, version.table_name, where, params, version.layout)
+    indexes = {"mirror": lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus),
+               "postings": lexical.PostingsIndex(rows, where), "scan": lexical.ScanIndex(rows)}
     times = {"mirror": [], "postings": [], "scan": []}
     found = {"mirror": [], "postings": []}
     same, same_but_ties, differences = 0, 0, []
@@ -213,18 +215,12 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
         extra = expansion_words(query, config)
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
-            ways = {
-                "mirror": lambda: lexical.candidates(conn, mirrored, version.table_name, query, extra, conditions,
-                                                     where, params, config, filters.corpus).words,
-                "postings": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
-                                                       version.layout, where),
-                "scan": lambda: lexical_candidates(conn, version.table_name, query, extra, where, params, config,
-                                                   None),
-            }
             lists = {}
-            for name, way in ways.items():
+            for name, index in indexes.items():
                 started = time.perf_counter()
-                lists[name] = way()
+                # The mirror's BM25 confirmed in the read that confirms its titles too, as a search takes it.
+                lists[name] = index.proposals(query, extra, config).words if name == "mirror" else \
+                    index.words(query, extra, config)
                 times[name].append(time.perf_counter() - started)
         exact = dict(lists["scan"])
         for name in found:
@@ -268,6 +264,9 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
     filters = public_scope(version)
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions, table = filters.conditions(DEFAULT_TRANSLATION), version.table_name
+    rows = lexical.Rows(conn, table, where, params, version.layout)
+    in_mirror, in_postings = lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus), \
+        lexical.PostingsIndex(rows, where)
     times: dict[str, list[float]] = {}
 
     def timed(name, work):
@@ -282,20 +281,16 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             # BM25 and titles from the mirror, confirmed in one read; each one's SQL way beside it.
-            proposals = timed("lexical_mirror", lambda: lexical.candidates(
-                conn, mirrored, table, query, extra, conditions, where, params, config, filters.corpus))
-            words, titles = proposals or ([], [])  # None: the mirror cannot answer this query
-            timed("lexical_sql_postings", lambda: lexical_candidates(
-                conn, table, query, extra, where, params, config, version.layout, where))
-            timed("titles_sql", lambda: retrievers.title_candidates(conn, table, query, where, params, config,
-                                                                    version.layout))
-            near = timed("hnsw", lambda: retrievers.vector_candidates(conn, table, vector, where, params, config))
+            words, titles = timed("lexical_mirror", lambda: in_mirror.proposals(query, extra, config))
+            timed("lexical_sql_postings", lambda: in_postings.words(query, extra, config))
+            timed("titles_sql", lambda: in_postings.titles(query, config))
+            near = timed("hnsw", lambda: vector_candidates(conn, table, vector, where, params, config))
             for ef in compare_ef:  # the same step at another ef_search, for the ratio in the same run
-                timed(f"hnsw_ef{ef}", lambda: retrievers.vector_candidates(
+                timed(f"hnsw_ef{ef}", lambda: vector_candidates(
                     conn, table, vector, where, params, config.but(ef_search=ef)))
-            fused = timed("fusion", lambda: retrievers.weigh_prominence(
-                conn, table, retrievers.fuse([(1.0, near), (1.0, words), (1.0, titles)], config.fusion.rrf_k),
-                config.fusion.prominence_weight, version.layout, mirrored))
+            fused = timed("fusion", lambda: weigh_prominence(
+                fuse([(1.0, near), (1.0, words), (1.0, titles)], config.fusion.rrf_k),
+                config.fusion.prominence_weight, in_mirror.cited))
             timed("citations_sql", lambda: citations.most_cited(conn, table, [chunk_id for chunk_id, _ in fused],
                                                                 version.layout))
             timed("rows", lambda: hits_by_id(conn, table, fused[:80]))

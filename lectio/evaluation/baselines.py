@@ -14,7 +14,6 @@ query's principals under row-level security:
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -23,11 +22,10 @@ import psycopg
 from psycopg import sql
 
 from lectio.embedding.model import Embedder
-from lectio.index import security, versions
+from lectio.index import bm25, security, versions
 
 BASELINES = ("verse-vector", "verse-bm25", "verse-hybrid", "chapter-vector")
 TRANSLATION = "WEB"
-BM25_K1, BM25_B = 1.2, 0.75
 RRF_K, FUSION_DEPTH = 60, 100
 
 
@@ -115,10 +113,10 @@ class Baselines:
             postings = self.postings.get(term, [])
             if not postings:
                 continue
-            idf = math.log(1 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
+            idf = bm25.idf(n, len(postings))
             for doc, tf in postings:
-                norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * self.lengths[doc] / self.avgdl)
-                scores[doc] += idf * tf * (BM25_K1 + 1) / norm
+                norm = bm25.length_norm(self.lengths[doc], self.avgdl, bm25.K1, bm25.B)
+                scores[doc] += bm25.saturation(tf, norm, bm25.K1, idf)
         return [doc for doc, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]]
 
 

@@ -12,7 +12,7 @@ HNSW_EF_CONSTRUCTION = 128
 # The secondary indexes.
 _INDEXES = (
     "USING gin (tsv)", "USING gin (refs)", "USING gin (acl)", "(ordinal)",
-    # Pericopes by the words of their titles (lectio.retrieval.candidates.title_candidates).
+    # Pericopes by the words of their titles (the title match of lectio.retrieval.lexical).
     "USING gin (title_words) WHERE granularity = 'pericope'",
     # Verses by the Strong's numbers of their words (word studies, lectio.retrieval.word_study).
     "USING gin ((metadata -> 'strongs'))",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -42,7 +41,7 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
-from lectio.index import citations, tables
+from lectio.index import bm25, citations, tables
 from lectio.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -402,9 +401,9 @@ class Mirror:
 
     def scores(self, weights: dict[str, float], k1: float, b: float, n: float, avgdl: float):
         """(BM25 of every chunk, whether it holds any query word): `weights` maps each query word
-        to its weight. The arithmetic is the SQL scoring's (lectio.retrieval.candidates._SCORED),
-        operation for operation in float64; each chunk's words are summed in the order its tsvector
-        lists them (bytewise). PostgreSQL sums them in whatever order its plan reads them, so a
+        to its weight. The arithmetic is the SQL scoring's (lectio.retrieval.lexical), both
+        lectio.index.bm25's terms, operation for operation in float64; each chunk's words are
+        summed in the order its tsvector lists them (bytewise). PostgreSQL sums them in whatever order its plan reads them, so a
         sum may differ in its last bits, and chunks whose scores differ only so may swap places."""
         total = np.zeros(len(self.chunk_ids))
         held = np.zeros(len(self.chunk_ids), dtype=bool)
@@ -417,14 +416,13 @@ class Mirror:
             rows = postings[offsets[w]:offsets[w + 1]]
             tf = tf_all[offsets[w]:offsets[w + 1]].astype(np.float64)
             df = int(ndoc[w])
-            weighted = weights[word] * math.log(1 + (n - df + 0.5) / (df + 0.5))
-            total[rows] += weighted * tf * (k1 + 1) / (tf + norm[rows])
+            total[rows] += bm25.saturation(tf, norm[rows], k1, weights[word] * bm25.idf(n, df))
             held[rows] = True
         return total, held
 
     def titles(self, query_words: set[str], query_share: float):
         """(title score of every chunk, whether it is a match): the SQL title match's
-        (lectio.retrieval.candidates.title_candidates) arithmetic in float64. A pericope matches
+        (lectio.retrieval.lexical) arithmetic in float64. A pericope matches
         when at least half its title's words are query words and they are at least `query_share`
         of the query's; it scores the product of the two shares."""
         shared = np.zeros(len(self.chunk_ids))
@@ -454,7 +452,7 @@ class Mirror:
     def _norm(self, k1: float, b: float, avgdl: float) -> np.ndarray:
         key = (k1, b, avgdl)
         if key not in self._norms:
-            self._norms[key] = k1 * (1 - b + b * self.arrays["length"].astype(np.float64) / avgdl)
+            self._norms[key] = bm25.length_norm(self.arrays["length"].astype(np.float64), avgdl, k1, b)
         return self._norms[key]
 
 

@@ -26,14 +26,16 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-# BM25's usual constants; the impacts are computed with them. A search may score with others,
-# which then only order the postings read slightly differently.
-BM25_K1 = 1.2
-BM25_B = 0.75
+from lectio.index import bm25
+
 # What a posting carries to be filtered without reading its chunk.
 FILTER_COLUMNS = ("acl", "kind", "translation")
 # The rows BM25's statistics are counted over (see above).
 PUBLIC_ROWS = "acl @> ARRAY['public']"
+# A word's impact in a chunk: its BM25 term-frequency part at BM25's usual constants (a search
+# may score with others, which then only order the postings read slightly differently).
+_IMPACT = sql.SQL(str(bm25.saturation(
+    bm25.Sql("u.tf"), bm25.length_norm(bm25.Sql("length(c.tsv)"), bm25.Sql("s.avgdl"), bm25.K1, bm25.B), bm25.K1)))
 
 
 def statistics(chunk_table: str) -> sql.Composable:
@@ -58,17 +60,14 @@ def build(conn: psycopg.Connection, chunk_table: str) -> None:
         sql.SQL(
             """
             CREATE TABLE {postings} AS
-            SELECT u.lexeme AS term,
-                   (u.tf * ({k1} + 1) / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / s.avgdl)))::real AS impact,
-                   c.chunk_id, {columns}
+            SELECT u.lexeme AS term, ({impact})::real AS impact, c.chunk_id, {columns}
             FROM {chunks} c
             CROSS JOIN ({statistics}) s
             CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)) u
             ORDER BY 1, 2 DESC
             """
         ).format(postings=table, chunks=sql.Identifier(chunk_table), statistics=statistics(chunk_table),
-                 k1=sql.Literal(BM25_K1), b=sql.Literal(BM25_B),
-                 columns=sql.SQL(", ").join(sql.Identifier("c", column) for column in FILTER_COLUMNS))
+                 impact=_IMPACT, columns=sql.SQL(", ").join(sql.Identifier("c", column) for column in FILTER_COLUMNS))
     )
     conn.execute(sql.SQL("CREATE INDEX ON {} (term, impact DESC)").format(table))
     conn.execute(sql.SQL("ANALYZE {}").format(table))

@@ -52,10 +52,16 @@ def lexicon_table(chunk_table: str) -> str:
     return chunk_table.replace("chunks_", "lexicon_", 1)
 
 
+def has_postings(layout: int | None) -> bool:
+    """Whether a version of index layout `layout` (None: built before versions recorded it) has
+    BM25 postings and its pericopes' title words stored: 7 on."""
+    return (layout or 0) >= 7
+
+
 def title_words(layout: int | None) -> sql.SQL:
     """A chunk's title words as SQL: stored (and indexed) from layout 7 on, read from the title
     before."""
-    return sql.SQL("title_words" if (layout or 0) >= 7 else "tsvector_to_array(to_tsvector('english', title))")
+    return sql.SQL("title_words" if has_postings(layout) else "tsvector_to_array(to_tsvector('english', title))")
 
 
 def table_exists(conn: psycopg.Connection, table: str) -> bool:

@@ -1,29 +1,26 @@
-"""The retrievers a ranked search fuses, each a list of (chunk_id, score) best first, and their
-fusion: HNSW vectors, BM25 over the version's full text (and over other translations, given as
-the search's translation's chunks of the same verses), pericope titles, the cross-reference
-graph, and the citation prior that lifts what the corpus's commentators cite often. Each reads
-through the caller's connection, so row-level security applies to every one."""
+"""The retrievers a ranked search fuses beside the lexical side (BM25 and pericope titles:
+lectio.retrieval.lexical), each a list of (chunk_id, score) best first, and their fusion: HNSW
+vectors, other translations' hits given as the search's translation's chunks of the same verses,
+the cross-reference graph, and the citation prior that lifts what the corpus's commentators cite
+often. Each reads through the caller's connection, so row-level security applies to every one."""
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from psycopg import sql
 
-from lectio.index import citations
-from lectio.index import postings
-from lectio.index import tables
 from lectio.index import xrefs
 from lectio.retrieval.config import SearchConfig
 
 
-def weigh_prominence(conn, table_name, fused: list[tuple[str, float]], weight: float,
-                     layout: int | None = None, mirror=None) -> list[tuple[str, float]]:
-    """`fused` weighed by the citation prior; the counts from the version's lexical mirror where
-    there is one (lectio.index.mirror), else from its citation table."""
-    ids = [chunk_id for chunk_id, _ in fused]
-    cited = mirror.most_cited(ids) if mirror is not None else citations.most_cited(conn, table_name, ids, layout)
-    weighed = [(chunk_id, score * (1 + weight * math.log1p(cited.get(chunk_id, 0)))) for chunk_id, score in fused]
+def weigh_prominence(fused: list[tuple[str, float]], weight: float,
+                     cited: Callable[[list[str]], dict[str, int]]) -> list[tuple[str, float]]:
+    """`fused` weighed by the citation prior; `cited` counts the citations of chunks (the
+    lexical index's, lectio.retrieval.lexical.LexicalIndex.cited)."""
+    counts = cited([chunk_id for chunk_id, _ in fused])
+    weighed = [(chunk_id, score * (1 + weight * math.log1p(counts.get(chunk_id, 0)))) for chunk_id, score in fused]
     return sorted(weighed, key=lambda item: -item[1])
 
 
@@ -47,11 +44,13 @@ def _strength(score: float, best: float, power: float) -> float:
     return (max(score, 0.0) / best) ** power
 
 
-def xref_candidates(conn, table_name, seeds, vector, where, params, config: SearchConfig, layout: int | None = None):
+def xref_candidates(conn, table_name, seeds, vector, rows: tuple[sql.Composable, dict], config: SearchConfig,
+                    layout: int | None = None):
     """Verses linked to the best hits' passages, best first by similarity to the query plus a
     boost for the link (halved at depth 2): a linked verse that is also close to the query ranks
-    above one that is only one of the two."""
-    table = sql.Identifier(table_name)
+    above one that is only one of the two. `rows` is the search's WHERE clause and its parameters
+    (lectio.retrieval.scope.Scope.where)."""
+    table, (where, params) = sql.Identifier(table_name), rows
     seed_refs = conn.execute(
         sql.SQL("SELECT refs FROM {} WHERE chunk_id = ANY(%s) AND cardinality(refs) <= %s").format(table),
         [[chunk_id for chunk_id, _ in seeds], xrefs.MAX_LINKED_VERSES],
@@ -94,120 +93,6 @@ def vector_candidates(conn, table_name, vector, where, params, config: SearchCon
         ).fetchall()
     # relaxed_order may return rows slightly out of order.
     return sorted(((chunk_id, 1 - distance) for chunk_id, distance in rows), key=lambda r: -r[1])
-
-
-# The query's words, each with its weight (expansion words count less), and the version's
-# statistics (N and mean length, public chunks' for every caller: lectio.index.postings): shared by
-# both ways of finding BM25 candidates.
-_TERMS = """
-    terms AS (SELECT lexeme, max(w) AS w FROM (
-                 SELECT lexeme, 1.0 AS w FROM unnest(to_tsvector('english', %(query)s))
-                 UNION ALL
-                 SELECT lexeme, %(ew)s FROM unnest(to_tsvector('english', %(extra)s))) t
-              GROUP BY lexeme),
-    stats AS (SELECT %(bm25_n)s::float AS n, %(bm25_avgdl)s::float AS avgdl)
-"""
-
-# Versions built before postings existed: every chunk that holds any query word. The query is
-# written from the words themselves, each quoted as tsquery input wants: given to to_tsquery they
-# were stemmed a second time ('purpos' became 'purpo'), and the chunks holding them were missed.
-_MATCHING = r"""
-    q AS (SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS q
-          FROM terms),
-    candidates AS (SELECT chunk_id, tsv FROM {table}, q WHERE tsv @@ q.q AND {where})
-"""
-
-# The best `depth` postings of each query word, summed; the best `rescored` of those chunks are
-# scored in full below. A word rarer than `depth` chunks is read whole. Each word's weight is
-# computed once (materialized; inlined, it was computed again for every posting read), and the
-# arithmetic is float8 throughout: a numeric constant made it numeric, slower and no more exact
-# here (the half-integers and quarters involved are exact in float8).
-_BEST_POSTINGS = """
-    weighted AS MATERIALIZED (
-        SELECT t.lexeme, t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5::float8) / (coalesce(l.ndoc, 1) + 0.5::float8)) AS wi
-        FROM terms t CROSS JOIN stats s LEFT JOIN {lexicon} l ON l.word = t.lexeme),
-    best AS (SELECT p.chunk_id FROM weighted w
-             CROSS JOIN LATERAL (SELECT chunk_id, impact FROM {postings}
-                                 WHERE term = w.lexeme AND {posting_filter}
-                                 ORDER BY impact DESC LIMIT %(depth)s) p
-             GROUP BY p.chunk_id ORDER BY sum(w.wi * p.impact) DESC, p.chunk_id LIMIT %(rescored)s),
-    candidates AS (SELECT chunk_id, tsv FROM {table} WHERE chunk_id IN (SELECT chunk_id FROM best) AND {where})
-"""
-
-# Filters on columns postings lack (testament, genre, a commentary's tradition) are checked on the
-# posting's chunk while reading, so a word's best postings are its best among what may be returned.
-_ON_CHUNK = "EXISTS (SELECT 1 FROM {table} c WHERE c.chunk_id = {postings}.chunk_id AND {where})"
-
-# BM25 of each candidate, from its own full-text vector: the same score whichever way it was found.
-_SCORED = """
-    SELECT c.chunk_id,
-           sum(t.w * ln(1 + (s.n - coalesce(l.ndoc, 1) + 0.5::float8) / (coalesce(l.ndoc, 1) + 0.5::float8))
-               * u.tf * ({k1}::float8 + 1) / (u.tf + {k1}::float8 * (1 - {b}::float8 + {b}::float8 * length(c.tsv) / s.avgdl))) AS score
-    FROM candidates c
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(c.tsv)
-                        WHERE lexeme = ANY(ARRAY(SELECT lexeme FROM terms))) u
-    JOIN terms t ON t.lexeme = u.lexeme
-    LEFT JOIN {lexicon} l ON l.word = u.lexeme
-    GROUP BY c.chunk_id
-    ORDER BY score DESC, c.chunk_id
-    LIMIT %(limit)s
-"""
-
-
-def lexical_candidates(conn, table_name, query, extra: str, where, params, config: SearchConfig,
-                       layout: int | None = None, posting_filter=None):
-    """BM25 over the version's words: any query word may match, rarer words weigh more, and long
-    chunks do not win by length alone. Words of `extra` (the query's expansions) count at
-    `expansion_weight`. With postings (layout 7), `posting_filter` is `where` in the postings'
-    own columns (lectio.index.postings.FILTER_COLUMNS), or None when the filters need the chunk."""
-    if (layout or 0) >= 7:
-        found = _BEST_POSTINGS.replace("{posting_filter}", _ON_CHUNK if posting_filter is None else "{posting_filter}")
-    else:
-        found = _MATCHING
-    statement = sql.SQL("WITH " + _TERMS + "," + found + _SCORED).format(
-        table=sql.Identifier(table_name), where=where, lexicon=sql.Identifier(tables.lexicon_table(table_name)),
-        postings=sql.Identifier(postings.table_name(table_name)), posting_filter=posting_filter or sql.SQL(""),
-        k1=sql.Literal(config.lexical.k1), b=sql.Literal(config.lexical.b))
-    values = {"query": query, "extra": extra, "ew": config.expansion.weight, "table": table_name, **params,
-              "limit": config.candidates, "depth": config.lexical.depth, "rescored": config.lexical.rescored}
-    if (layout or 0) < 7:
-        rows = conn.execute(statement, values).fetchall()
-    else:
-        # The planner expects a word's postings to be a few hundred (the average word's) and sorts
-        # them to sum them; a common word's run is thousands, which hashing sums in a tenth of the
-        # time. Only for this statement (searches run in a transaction, so the setting is local).
-        conn.execute("SELECT set_config('enable_sort', 'off', true)")
-        rows = conn.execute(statement, values).fetchall()
-        conn.execute("SELECT set_config('enable_sort', 'on', true)")
-    return [(chunk_id, float(score)) for chunk_id, score in rows]
-
-
-def title_candidates(conn, table_name, query, where, params, config: SearchConfig, layout: int | None = None):
-    """Pericopes whose title the query names: most of the title's words are in the query and at
-    least `title_query_share` of the query's words are in the title ("the Lord's Prayer",
-    "crossing the Red Sea")."""
-    rows = conn.execute(
-        sql.SQL(
-            """
-            WITH q AS (SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS words),
-                 -- The query's words written out, not read from q: a constant the planner can
-                 -- look up in the title words' index.
-                 titled AS (SELECT chunk_id, words FROM (SELECT chunk_id, {words} AS words FROM {table}
-                                                         WHERE granularity = 'pericope' AND {where}) t
-                            WHERE t.words && tsvector_to_array(to_tsvector('english', %(query)s))),
-                 scored AS (SELECT chunk_id,
-                                   cardinality(array(SELECT unnest(t.words) INTERSECT SELECT unnest(q.words)))::float AS shared,
-                                   cardinality(t.words) AS title_words, cardinality(q.words) AS query_words
-                            FROM titled t, q)
-            SELECT chunk_id, (shared / title_words) * (shared / query_words) AS score
-            FROM scored WHERE shared / title_words >= 0.5 AND shared / query_words >= %(query_share)s
-            ORDER BY score DESC, chunk_id LIMIT %(limit)s
-            """
-        ).format(table=sql.Identifier(table_name), where=where, words=tables.title_words(layout)),
-        {"query": query, **params, "limit": config.candidates, "query_share": config.titles.query_share},
-    ).fetchall()
-    return [(chunk_id, float(score)) for chunk_id, score in rows]
 
 
 def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> list[tuple[str, float]]:

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from lectio.index.postings import BM25_B, BM25_K1
+from lectio.index import bm25
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ class VectorSettings:
 @dataclass(frozen=True)
 class LexicalSettings:
     weight: float = 1.0  # the BM25 list's weight in fusion
-    k1: float = BM25_K1
-    b: float = BM25_B
+    k1: float = bm25.K1
+    b: float = bm25.B
     # BM25 on versions with postings (lectio.index.postings): each query word's best
     # `depth` postings are read and the best `rescored` chunks among them scored in
     # full. Chosen by fidelity to scoring every matching chunk, on the theology dev part

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 import psycopg
 from psycopg import sql
 
-from lectio.index import mirror as mirrors
+from lectio.index import mirror
 from lectio.index import revocation, security, versions
 from lectio.retrieval import candidates, lexical, query_text, rerank, stages, topics, word_study
 from lectio.retrieval.config import SearchConfig
@@ -132,7 +132,7 @@ def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, referen
     config, version = request.config, info.version
     lexical_mirror = config.lexical.mirror and config.mode != "vector" and not reference
     scope = Scope(request.principals, request.filters, info.bm25_corpus,
-                  mirrors.ensure(conn, info) if lexical_mirror else None)
+                  mirror.ensure(conn, info) if lexical_mirror else None)
     if not reference:  # a reference is looked up, not embedded
         try:
             embedder = embedder.for_model(info.model_id) if embedder else Embedder.for_queries_of(info.model_id)
@@ -242,6 +242,7 @@ class _Proposals:
     titles: list[tuple[str, float]] | None  # pericope titles, where the lexical side ran with titles on
     where: sql.Composable
     params: list
+    index: lexical.LexicalIndex  # the lexical side's, which the citation prior reads too
     # The other translations' BM25 as this translation's chunks; read for a topic-shaped query only.
     others: list[tuple[str, float]] | None = None
 
@@ -258,11 +259,9 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
     conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
     config, layout = request.config, request.layout
     translation = filters.translation or DEFAULT_TRANSLATION
-    where, params = filters.where(translation)
-    # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
-    posting_filter = where if filters.on_postings and rows is None else None
-    if rows is not None:
-        where = sql.SQL("{} AND {}").format(where, rows)
+    # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
+    index = lexical.choose(conn, table_name, layout, filters, translation, narrower=rows)
+    where, params = index.rows.where, index.rows.params
     extra = expansion_words(query, config) if config.lexical.expand or config.vector.expand else ""
     vector = side = near = words = titles = others = None
     if config.mode in ("hybrid", "vector"):
@@ -272,16 +271,7 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
         side = _EMBEDDING.submit(_vector_side, request, text, where, params)
     try:
         if config.mode in ("hybrid", "lexical"):
-            lexical_extra = extra if config.lexical.expand else ""
-            # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
-            found = lexical.candidates(conn, filters.mirror if rows is None else None, table_name, query, lexical_extra,
-                                       filters.conditions(translation), where, params, config, filters.corpus)
-            if found is None:
-                found = lexical.Proposals(
-                    candidates.lexical_candidates(conn, table_name, query, lexical_extra, where, params, config,
-                                                  layout, posting_filter),
-                    candidates.title_candidates(conn, table_name, query, where, params, config, layout)
-                    if config.titles.weight else [])
+            found = index.proposals(query, extra if config.lexical.expand else "", config)
             words, titles = found.words, found.titles if config.titles.weight else None
         if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
             # Read while the vector side still walks the graph: a topic's is the longer walk.
@@ -293,7 +283,7 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
         vector, near = side.result()
         if near is None:
             near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
-    return _Proposals(vector, near, words, titles, where, params, others)
+    return _Proposals(vector, near, words, titles, where, params, index, others)
 
 
 def _fused(request: _Request, found: _Proposals, lexical_weight: float,
@@ -311,13 +301,12 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float,
     power = config.fusion.score_power if config.mode == "hybrid" else 0.0
     fused = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
     if config.mode == "hybrid" and config.xrefs.weight:
-        linked = candidates.xref_candidates(conn, table_name, fused[: config.xrefs.seeds], found.vector, found.where,
-                                            found.params, config, layout)
+        linked = candidates.xref_candidates(conn, table_name, fused[: config.xrefs.seeds], found.vector,
+                                            (found.where, found.params), config, layout)
         if linked:
             fused = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
     if config.mode == "hybrid" and config.fusion.prominence_weight:
-        fused = candidates.weigh_prominence(conn, table_name, fused, config.fusion.prominence_weight, layout,
-                                            request.filters.mirror)
+        fused = candidates.weigh_prominence(fused, config.fusion.prominence_weight, found.index.cited)
     return fused
 
 

@@ -39,14 +39,6 @@ def other_translations(conn, table_name: str, query: str, filters: Scope, config
     """BM25 over the scripture of every translation but `translation`, each hit given as the chunk
     of the same verses in `translation` (candidates.twins): the verse whose word `translation`
     renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
-    where, params = filters.where(translation, others=True)
     extra = expansion_words(query, config) if config.lexical.expand else ""
-    conditions = filters.conditions(translation, others=True)
-    found = lexical.candidates(conn, filters.mirror, table_name, query, extra, conditions, where, params,
-                               config.but(title_weight=0.0), filters.corpus)
-    if found is not None:
-        ranked = found.words
-    else:
-        ranked = candidates.lexical_candidates(conn, table_name, query, extra, where, params, config, layout,
-                                               where if filters.on_postings else None)
+    ranked = lexical.choose(conn, table_name, layout, filters, translation, others=True).words(query, extra, config)
     return candidates.twins(conn, table_name, ranked, *filters.where(translation))

@@ -9,9 +9,10 @@ from dataclasses import replace
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from lectio.index import citations, mirror, revocation, security, versions
-from lectio.retrieval import candidates, lexical
+from lectio.retrieval import lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
@@ -31,23 +32,23 @@ def live(main_run, conn, settings):
     return info, mirror.ensure(conn, info, settings.home)
 
 
-def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig(),
-                      titles=False):
-    """BM25 candidates from the mirror `found`, and from SQL scoring every chunk that holds a query
-    word (the reference), both read as `principals`; with `titles`, title matches both ways instead."""
+def both_ways(conn, info, found, principals, given, ask):
+    """What `ask` gets of the lexical index on the mirror `found` and of SQL scoring every chunk
+    that holds a query word (the reference), both read as `principals`."""
     filters = Scope(principals, given, info.bm25_corpus)
     translation = given.translation or "WEB"
     where, params = filters.where(translation)
-    extra = expansion_words(query, config) if config.lexical.expand else ""
     with conn.transaction():
         security.act_as_reader(conn, principals)
-        mirrored = lexical.candidates(conn, found, info.table_name, query, extra, filters.conditions(translation),
-                                      where, params, config, filters.corpus)
-        if titles:
-            return mirrored.titles, candidates.title_candidates(conn, info.table_name, query, where, params, config,
-                                                                info.layout)
-        exhaustive = candidates.lexical_candidates(conn, info.table_name, query, extra, where, params, config, None)
-    return mirrored.words, exhaustive
+        rows = lexical.Rows(conn, info.table_name, where, params, info.layout)
+        mirrored = lexical.MirrorIndex(rows, found, found.mask(filters.conditions(translation)), filters.corpus)
+        return ask(mirrored), ask(lexical.ScanIndex(rows))
+
+
+def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig()):
+    """BM25 candidates from the mirror `found`, and from SQL scoring every matching chunk."""
+    extra = expansion_words(query, config) if config.lexical.expand else ""
+    return both_ways(conn, info, found, principals, given, lambda index: index.words(query, extra, config))
 
 
 def ranked_alike(one, other) -> bool:
@@ -115,7 +116,8 @@ def test_the_mirror_matches_titles_as_sql_does(conn, live):
     matched = 0
     for query in queries:
         for principals, given in ((("public",), Filters()), (("public",), Filters(translation="KJV"))):
-            mirrored, in_sql = lexical_both_ways(conn, info, found, query, principals, given, titles=True)
+            mirrored, in_sql = both_ways(conn, info, found, principals, given,
+                                         lambda index: index.titles(query, SearchConfig()))
             assert mirrored == in_sql, query
             matched += bool(mirrored)
     assert matched >= len(titles)  # the comparison was not of empty lists
@@ -128,8 +130,8 @@ def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch
     in_sql = search(conn, SearchRequest(query, k=20, principals=principals,
                                         config=SearchConfig.from_options(mode=mode, lexical_mirror=False)))
     # With the mirror on, neither BM25, the title match nor the citation prior's counts are read in SQL.
-    monkeypatch.setattr(candidates, "lexical_candidates", None)
-    monkeypatch.setattr(candidates, "title_candidates", None)
+    monkeypatch.setattr(lexical, "PostingsIndex", None)
+    monkeypatch.setattr(lexical, "ScanIndex", None)
     monkeypatch.setattr(citations, "most_cited", None)
     mirrored = search(conn, SearchRequest(query, k=20, principals=principals,
                                           config=SearchConfig.from_options(mode=mode)))
@@ -137,11 +139,36 @@ def test_search_ranks_the_same_with_the_mirror_or_in_sql(conn, live, monkeypatch
     assert [(r.chunk_id, r.score) for r in mirrored.results] == [(r.chunk_id, r.score) for r in in_sql.results]
 
 
+class Ungranular(Scope):
+    """A scope that asks for a column the mirror does not hold."""
+
+    def conditions(self, translation, others=False):
+        return [*super().conditions(translation, others), ("granularity", "=", "verse")]
+
+
 def test_a_filter_the_mirror_lacks_is_left_to_sql(live):
     _, found = live
     assert found.mask([("granularity", "=", "verse")]) is None
-    assert lexical.candidates(None, found, "t", "q", "", [("granularity", "=", "verse")], None, {}, SearchConfig(),
-                              (1, 1)) is None
+    assert isinstance(lexical.choose(None, "t", 8, Scope(("public",), Filters(), (1, 1), found), "WEB"),
+                      lexical.MirrorIndex)
+    assert isinstance(lexical.choose(None, "t", 8, Ungranular(("public",), Filters(), (1, 1), found), "WEB"),
+                      lexical.PostingsIndex)
+
+
+def test_the_lexical_index_is_chosen_once_by_mirror_rows_and_layout(live):
+    _, found = live
+    public = Scope(("public",), Filters(), (1, 1), found)
+    # Rows narrowed past the scope's conditions: the mirror cannot tell which, SQL reads them.
+    narrowed = lexical.choose(None, "t", 8, public, "WEB", narrower=sql.SQL("granularity = 'verse'"))
+    assert isinstance(narrowed, lexical.PostingsIndex) and narrowed.posting_filter is None
+    # Without a mirror: postings where the version has them, the postings filtered in their own
+    # columns when the scope names no others; a scan of every matching chunk before layout 7.
+    unmirrored = lexical.choose(None, "t", 8, replace(public, mirror=None), "WEB")
+    assert isinstance(unmirrored, lexical.PostingsIndex) and unmirrored.posting_filter is unmirrored.rows.where
+    old_testament = replace(public, mirror=None, given=Filters(testament="OT"))
+    assert lexical.choose(None, "t", 8, old_testament, "WEB").posting_filter is None
+    assert isinstance(lexical.choose(None, "t", None, replace(public, mirror=None), "WEB"), lexical.ScanIndex)
+    assert isinstance(lexical.choose(None, "t", 6, replace(public, mirror=None), "WEB"), lexical.ScanIndex)
 
 
 def bobs_note_first(conn, info, found) -> str:

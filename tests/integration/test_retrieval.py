@@ -9,7 +9,7 @@ import pytest
 import pandas as pd
 from psycopg import sql
 
-from lectio.index import citations as prominence
+from lectio.index import citations
 from lectio.index import postings, security, tables, versions
 from lectio.index import xrefs
 from lectio.rulesets.chunk import chunks_frame
@@ -17,7 +17,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
-from lectio.retrieval import candidates
+from lectio.retrieval import lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
@@ -237,9 +237,9 @@ def lexical_both_ways(conn, small_index, query, principals=("public",), filters=
     extra = expansion_words(query, config)
     with conn.transaction():
         security.act_as_reader(conn, principals)
-        read = candidates.lexical_candidates(conn, table, query, extra, where, params, config, 7,
-                                             where if chosen.on_postings else None)
-        scanned = candidates.lexical_candidates(conn, table, query, extra, where, params, config, None)
+        read = lexical.PostingsIndex(lexical.Rows(conn, table, where, params, 7),
+                                     where if chosen.on_postings else None).words(query, extra, config)
+        scanned = lexical.ScanIndex(lexical.Rows(conn, table, where, params)).words(query, extra, config)
     return read, scanned
 
 
@@ -281,8 +281,8 @@ def test_stored_title_words_match_as_the_titles_do(conn, small_index):
     for query in ("The Good Shepherd", "the Lord is my shepherd", "peace with God"):
         with conn.transaction():
             security.act_as_reader(conn, ("public",))
-            stored = candidates.title_candidates(conn, table, query, where, params, SearchConfig(), 7)
-            read = candidates.title_candidates(conn, table, query, where, params, SearchConfig(), None)
+            stored = lexical.PostingsIndex(lexical.Rows(conn, table, where, params, 7)).titles(query, SearchConfig())
+            read = lexical.ScanIndex(lexical.Rows(conn, table, where, params)).titles(query, SearchConfig())
         assert stored == read
         found += stored
     assert found
@@ -295,7 +295,8 @@ def test_a_title_matches_only_a_query_it_holds_most_of(conn, small_index):
     def titled(query, config=SearchConfig()):
         with conn.transaction():
             security.act_as_reader(conn, ("public",))
-            return [chunk_id for chunk_id, _ in candidates.title_candidates(conn, table, query, where, params, config, 7)]
+            index = lexical.PostingsIndex(lexical.Rows(conn, table, where, params, 7))
+            return [chunk_id for chunk_id, _ in index.titles(query, config)]
 
     assert titled("the good shepherd")[0].startswith("john_10_1_")
     # One word of two ("shepherd" of "the hired shepherd") is no name for "The Good Shepherd".
@@ -314,13 +315,13 @@ def test_citations_count_public_texts_once_each():
         {"kind": "scripture", "acl": ["public"], "text": "as it is written in Romans 5:8", "metadata": {}},
         {"kind": "commentary", "acl": ["public"], "text": "All of Romans 5.", "metadata": {}},  # too long a span
     ])
-    assert prominence.citations(frame) == {"rom_5_8": 2, "ps_23_1": 1}
+    assert citations.citations(frame) == {"rom_5_8": 2, "ps_23_1": 1}
 
 
 def test_often_cited_passages_rise_among_close_hits(conn, small_index):
     version, _ = small_index
     table = versions.get_version(conn, version).table_name
-    counts = dict(conn.execute(f"SELECT ref, chunks FROM {prominence.table_name(table)}").fetchall())
+    counts = dict(conn.execute(f"SELECT ref, chunks FROM {citations.table_name(table)}").fetchall())
     assert counts == {"ps_23_1": 3, "john_3_16": 3}  # Alice's private citation of Romans 5:8 counts for nothing
     # John 3:15, 3:16 and 3:36 all promise eternal life; the verse the notes keep citing goes first.
     # The notes are on verses already listed: kept in their place, not moved after the others.
