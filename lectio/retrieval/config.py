@@ -203,12 +203,13 @@ class SearchConfig:
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
 
     mode: str = "hybrid"  # hybrid | vector | lexical
-    # Taken from each retriever before fusion: every row the HNSW walk at ef_search 200 finds, and
-    # as many of BM25's. 200 was chosen over 100, 150 and 300 on the dev parts: long passages
-    # recall@20 .425 -> .446 (paired interval [-.003, +.049]; 300 gave .447), Nave's MRR .510 ->
-    # .519 and nDCG@10 .329 -> .335 (both beyond noise), theology and near-quotations within noise
-    # or unchanged; a paragraph-long query's verses sit further down each list (docs/results.md).
-    candidates: int = 200
+    # Taken from each retriever before fusion. 200 (every row the HNSW walk at ef_search 200 finds)
+    # was tried on the dev parts and not kept: it lifted long passages' recall@20 (.425 -> .446,
+    # within noise) and Nave's MRR and nDCG@10 (beyond it), but put theology asked with
+    # `kind: scripture` further below the same queries unfiltered (recall@20 gap .022 -> .029,
+    # beyond noise): more commentary on the relevant verses reaches the unfiltered page, which a
+    # scripture filter rightly cannot show (docs/results.md).
+    candidates: int = 100
     # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
     word_study: bool = True
     vector: VectorSettings = field(default_factory=VectorSettings)
