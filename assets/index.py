@@ -26,7 +26,7 @@ from dagster import (
 
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables, versions
-from lectio.index.build import build_index
+from lectio.index.build import BuildChecks, build_index
 from assets.source_assets import OWNERS, entry_failure
 from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
 from pipelines.outcomes import root_cause
@@ -123,9 +123,8 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         frame = pd.concat(ready.values(), ignore_index=True) if ready else pd.DataFrame(columns=CHUNK_COLUMN_NAMES)
         with database.connect() as conn, locks.writer_lock_unless_held(conn, "this index build"):
             live_before = versions.live_version(conn)
-            outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live,
-                                  sources=corpus.sources(), expected=config.expected_chunks,
-                                  carry_failed=config.carry_failed_sources)
+            checks = BuildChecks(corpus.sources(), config.expected_chunks, config.carry_failed_sources)
+            outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live, checks)
             live_now = versions.live_version(conn)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected) - set(failed))

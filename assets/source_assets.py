@@ -29,7 +29,7 @@ from dagster import (
 from pipelines.dagster_internals import DATA_VERSION_TAG
 
 from assets.checks import known_notices, vectors_check, vectors_spec
-from lectio.rulesets import registry as ingest
+from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
 from lectio.index import versions
@@ -100,7 +100,7 @@ def _field(problem: str) -> str:
 
 def input_fingerprint(corpus: CorpusResource, embedder: EmbedderResource, source_id: str) -> str | None:
     """The source's input fingerprint, as source_inputs observes it (None: its data is not here)."""
-    return ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id).get(source_id)
+    return registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id).get(source_id)
 
 
 def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
@@ -119,7 +119,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
 
     @observable
     def source_inputs(corpus: CorpusResource, embedder: EmbedderResource):
-        prints = ingest.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
+        prints = registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
         with known_notices():
             return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
 
@@ -152,7 +152,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         # Taken before the read: a file changed while it is read then shows as changed next time.
         inputs = input_fingerprint(corpus, embedder, context.partition_key)
         # The one place a source's entry is read from the sources file; later stages get it from here.
-        raw = ingest.read_source(corpus.source(context.partition_key), corpus.corpus_path)
+        raw = registry.read_source(corpus.source(context.partition_key), corpus.corpus_path)
         yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units,
                                     **({INPUTS_KEY: inputs} if inputs else {})})
         yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
@@ -162,19 +162,19 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     def parsed_structure(context: AssetExecutionContext, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
         try:
-            parsed = ingest.parse_source(raw_texts)
+            parsed = registry.parse_source(raw_texts)
         except SourceError as exc:  # the file's fault; anything else is lectio's and fails the step
             description, metadata = parse_problem(raw_texts.source, exc)
             yield AssetCheckResult(check_name=PARSE_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
                                    description=description, metadata=metadata)
             return
-        yield Output(parsed, metadata=ingest.structure_facts(parsed))
+        yield Output(parsed, metadata=registry.structure_facts(parsed))
         yield AssetCheckResult(check_name=PARSE_CHECK, passed=True, metadata={"source": context.partition_key})
 
     @asset(partitions_def=partitions_def, group_name="ingest", kinds={"pandas"}, owners=OWNERS)
     def chunks(context: AssetExecutionContext, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
-        frame = chunks_frame(ingest.chunk_source(parsed_structure))
+        frame = chunks_frame(registry.chunk_source(parsed_structure))
         counts = frame.groupby("granularity").size().to_dict()
         context.add_output_metadata(
             {

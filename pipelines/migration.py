@@ -112,12 +112,10 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                 result = migration_gate.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
                 result.retired = retention.retain(conn, config.keep)
             else:
-                result = migration_gate.gate(
-                    conn, candidate, migration_gate.load_query_sets(evaluation["query_sets"]),
-                    tolerances=config.tolerances, k=evaluation["k"], mode=evaluation["mode"],
-                    sources=corpus.sources(),
-                    reports=evaluation["reports"],
-                )
+                scoring = migration_gate.Scoring(migration_gate.load_query_sets(evaluation["query_sets"]),
+                                                 evaluation["k"], evaluation["mode"], evaluation["reports"])
+                result = migration_gate.gate(conn, candidate, scoring, tolerances=config.tolerances,
+                                             sources=corpus.sources())
                 migration_gate.apply(conn, result, config.keep)
             live_now = versions.live_version(conn)
         comparison = migration_report.metrics_markdown(result)

@@ -252,21 +252,30 @@ def decide(live: str | None, candidate: str, live_reports: Mapping[str, dict] | 
     return result
 
 
-def gate(conn: psycopg.Connection, candidate: str, query_sets: Mapping[str, Sequence[Query]], *,
-         tolerances: Mapping[str, float] = DEFAULT_TOLERANCES, k: int = 20, mode: str = "hybrid",
-         sources: Mapping[str, Source | SourceError] | None = None,
-         reports: Mapping[str, Mapping[str, dict]] | None = None) -> GateResult:
-    """Score the live version and the candidate on the same query sets and decide.
-
+@dataclass(frozen=True)
+class Scoring:
+    """What the gate scores both versions on: these query sets, the top `k`, in `mode`.
     `reports` (version → query set → report) are used where given, so an evaluation already run
     (the Dagster evaluation asset) is not run twice."""
+
+    query_sets: Mapping[str, Sequence[Query]]
+    k: int = 20
+    mode: str = "hybrid"
+    reports: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)
+
+
+def gate(conn: psycopg.Connection, candidate: str, scoring: Scoring, *,
+         tolerances: Mapping[str, float] = DEFAULT_TOLERANCES,
+         sources: Mapping[str, Source | SourceError] | None = None) -> GateResult:
+    """Score the live version and the candidate on the same query sets and decide."""
     info = versions.get_version(conn, candidate)
     if info is None:
         raise ValueError(f"no index version {candidate!r}")
     if info.status != "ready":
         raise ValueError(f"index version {candidate!r} is {info.status}, not ready")
     live = versions.live_version(conn)
-    reports = dict(reports or {})
+    query_sets, k, mode = scoring.query_sets, scoring.k, scoring.mode
+    reports = dict(scoring.reports)
 
     def reports_of(version):
         if version not in reports or set(reports[version]) != set(query_sets):

@@ -28,36 +28,49 @@ class IndexOutcome:
     chunks: int = 0  # the chunks this version was built from, carried ones included
 
 
+@dataclass(frozen=True)
+class BuildChecks:
+    """What a build checks the chunks it is handed against, and what it does for a failed source.
+
+    `sources`: each source as the sources file has it now (each chunk's ACL is checked against its
+    source's). `expected`: the chunks' fingerprint each source's ingest made in this run (see
+    _replaced_sources); a build handed none trusts what it is given. `carry_failed`: a failed
+    source's last good chunks are carried over from the live version (see build_index)."""
+
+    sources: Mapping[str, Source | SourceError] | None = None
+    expected: Mapping[str, str] = field(default_factory=dict)
+    carry_failed: bool = False
+
+
 def build_index(
     conn: psycopg.Connection,
     chunks: pd.DataFrame,
     model_id: str,
     failed_sources: list[str],
     switch_live: bool = True,
-    sources: Mapping[str, Source | SourceError] | None = None,
-    expected: Mapping[str, str] | None = None,
-    carry_failed: bool = False,
+    checks: BuildChecks = BuildChecks(),
 ) -> IndexOutcome:
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
     A version is switched in only when every source was indexed, or when nothing is live yet:
     a run in which some source failed never replaces what users are searching.
 
-    With `carry_failed`, a source in `failed_sources` (its ingest failed) no longer holds the
+    With `checks.carry_failed`, a source in `failed_sources` (its ingest failed) no longer holds the
     rest back: the version carries its last good chunks from the live version instead of any it
     is handed (see _last_good_chunks), and switches in. One that has nothing to carry (never
     indexed, or the sources file no longer allows what the live version shows of it) is simply
     not in the version. Only a live version built with another model, whose chunks cannot be
     carried, still holds it back.
 
-    The blocking quality checks run here, before anything is loaded (with `sources`, each
+    The blocking quality checks run here, before anything is loaded (with `checks.sources`, each
     chunk's ACL is checked against its source's). A source that fails one is treated as a
     failed source rather than failing the whole build: its chunks stay out of the version, and
     the rule above keeps the live index as it is, so one bad source neither stops the others
     from being indexed as a candidate nor reaches users. So does a source that makes a chunk id
     a source listed before it makes (see _colliding_sources).
     """
-    chosen = _chunks_to_index(conn, chunks, failed_sources, sources, expected or {}, carry_failed, model_id)
+    sources = checks.sources
+    chosen = _chunks_to_index(conn, chunks, failed_sources, sources, checks.expected, checks.carry_failed, model_id)
     chunks, failed_sources, kept_out, rejected, carried = chosen
     if chunks.empty:
         blocked = f"; blocked by quality checks: {admission.describe(rejected)}" if rejected else ""

@@ -261,20 +261,32 @@ def chunk(source: Source, parsed: Commentary) -> list[Chunk]:
         texts = [f"{head}\n\n{b}" for b in bodies]
         for i, (text, tokens) in enumerate(zip(texts, count_tokens(texts))):
             part = part_of_entry[unit.entry_id] = part_of_entry.get(unit.entry_id, 0) + 1
-            chunk = _make_chunk(source, group, text, tokens, part, passage, section, parsed.chapter_lengths, cited[i])
+            chunk = _make_chunk(source, group, _Piece(text, tokens, part, cited[i]), passage, section,
+                                parsed.chapter_lengths)
             chunk.metadata.update(piece=i + 1, pieces=len(pieces), overlap=bodies[i] != pieces[i])
             chunks.append(chunk)
     return chunks
 
 
-def _make_chunk(source, group, text, tokens, part, passage, section, lengths, osis_refs) -> Chunk:
+@dataclass(frozen=True)
+class _Piece:
+    """One chunk's share of a group: its text (header included), its word pieces, its
+    number within the entry, and the osisRefs of the paragraphs it draws from."""
+
+    text: str
+    tokens: int
+    part: int
+    osis_refs: tuple
+
+
+def _make_chunk(source, group, piece: _Piece, passage, section, lengths) -> Chunk:
     unit = group.first
     book = book_by_id(unit.book)
     first = Ref.from_id(group.refs[0]) if group.refs else None
     cross: list[str] = []
     see_notes: list[str] = []
     unparsed = 0
-    for osis_ref in osis_refs:
+    for osis_ref in piece.osis_refs:
         ids, failed = osis_ref_ids(osis_ref, lengths)
         unparsed += failed
         cross.extend(ids)
@@ -306,10 +318,10 @@ def _make_chunk(source, group, text, tokens, part, passage, section, lengths, os
     return Chunk.for_source(
         source,
         RULESET,
-        chunk_id=f"{unit.entry_id}_{part:04d}",
+        chunk_id=f"{unit.entry_id}_{piece.part:04d}",
         granularity="commentary",
-        text=text,
-        tokens=tokens,
+        text=piece.text,
+        tokens=piece.tokens,
         breadcrumb=" › ".join(crumb),
         refs=group.refs,
         ordinal=first.ordinal if first else None,

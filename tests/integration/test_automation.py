@@ -21,10 +21,10 @@ from dagster import (
     build_sensor_context,
     materialize,
 )
-from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
 from assets.index import IndexConfig
 from pipelines.automation import index_cursor
+from pipelines.dagster_internals import BulkActionStatus, PartitionBackfill
 from pipelines.definitions import build_definitions
 from pipelines.jobs import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from pipelines.home import prepare_dagster_env

@@ -53,9 +53,9 @@ def test_lectio_run_prints_no_beta_or_preview_notice(home_factory, tmp_path):
 EMIT = """
 import warnings
 from dagster import BetaWarning
-from dagster._cli.dev import dev_command
+from pipelines.dagster_internals import dev_command
 try:
-    dev_command.callback()  # Dagster's notice, then the command itself fails for want of arguments
+    dev_command().callback()  # Dagster's notice, then the command itself fails for want of arguments
 except TypeError:
     pass
 warnings.warn("Function `other` is currently in beta", BetaWarning)

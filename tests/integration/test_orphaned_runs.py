@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, DefaultSensorStatus, RunsFilter, build_sensor_context
-from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES
-from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
+from pipelines.dagster_internals import IN_PROGRESS_RUN_STATUSES, monitor_started_run
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INGEST_JOB
@@ -47,7 +46,7 @@ def test_a_killed_lectio_run_has_its_started_run_failed_and_its_queue_slot_freed
             # Killed, the run stays STARTED and takes a slot of the run queue; Dagster's own run
             # monitoring cannot ask any launcher about it, and leaves it so (for 4 h).
             assert run.run_id in _in_progress(instance)
-            monitor_started_run(instance, None, instance.get_run_record_by_id(run.run_id), logging.getLogger("test"))
+            monitor_started_run(instance, instance.get_run_record_by_id(run.run_id), logging.getLogger("test"))
             assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED
             free_before = _free_slots(instance)
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from dagster import AssetKey, AssetSelection, DagsterInstance, FilesystemIOManager, materialize
 
-from lectio.rulesets import registry as ingest
+from lectio.rulesets import registry
 from lectio.quality import admission, stored
 from lectio.quality.checks import (blocking_checks, chunk_count, chunk_sizes, embedding_vectors, header_presence,
                                    permission_tags, unique_ids, verse_coverage)
@@ -22,7 +22,7 @@ from lectio.embedding import cache
 from lectio.index import versions
 from lectio.rulesets.chunk import chunks_frame, content_hash
 from lectio.embedding.cache import embed_chunks
-from lectio.index.build import build_index
+from lectio.index.build import BuildChecks, build_index
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS, Embedder
 from lectio.sources import load_source, load_sources
 from pipelines.definitions import build_definitions
@@ -45,7 +45,7 @@ sources:
 
 
 def chunked(sources_file: Path, source_id: str, corpus_dir: Path):
-    parsed, chunks = ingest.run_source(sources_file, source_id, corpus_dir)
+    parsed, chunks = registry.run_source(sources_file, source_id, corpus_dir)
     return chunks_frame(chunks), parsed.structure
 
 
@@ -198,7 +198,7 @@ def test_every_verse_once_at_verse_granularity(clean, fixture_sources):
     emptied = parsed.copy()
     emptied.loc[emptied["ref"] == "rom_8_28", "text"] = ""
     web = load_source(fixture_sources, "web")
-    rechunked = chunks_frame(ingest.chunk_source(ingest.Parsed(web, emptied, len(emptied))))
+    rechunked = chunks_frame(registry.chunk_source(registry.Parsed(web, emptied, len(emptied))))
     result = verse_coverage(rechunked, emptied)
     assert result.passed and result.counts["empty_verse_slots"] == 1 and "rom_8_28" in result.details["empty_verse_slots"]
 
@@ -261,7 +261,7 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
     frame = pd.concat([bookshop, notes, severinus], ignore_index=True)
     # The session's sources too: a file without them would revoke the live version that holds them.
     outcome = build_index(conn, frame, embedder.model_id, [],
-                          sources={**sources_of(fixture_sources), **sources_of(quality_sources)})
+                          checks=BuildChecks({**sources_of(fixture_sources), **sources_of(quality_sources)}))
     assert set(outcome.rejected) == {"bookshop", "notes-alice"}
     assert "header_presence" in outcome.rejected["bookshop"] and "permission_tags" in outcome.rejected["notes-alice"]
     assert not outcome.live and versions.live_version(conn) == live_before
@@ -271,7 +271,7 @@ def test_corrupted_chunks_never_reach_the_index(main_run, conn, clean, quality_s
     # With every source rejected nothing is built, and the error names them and the checks.
     with pytest.raises(ValueError, match=r"bookshop: header_presence.*notes-alice: permission_tags"):
         build_index(conn, pd.concat([bookshop, notes], ignore_index=True), embedder.model_id, [],
-                    sources=sources_of(quality_sources))
+                    checks=BuildChecks(sources_of(quality_sources)))
     assert versions.live_version(conn) == live_before
 
 

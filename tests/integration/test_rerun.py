@@ -9,12 +9,10 @@ import json
 
 import pytest
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, RunsFilter
-from dagster._core.definitions.data_version import DATA_VERSION_TAG, CachingStaleStatusResolver, StaleStatus
-from dagster._core.definitions.observe import observe
-from dagster._core.loader import LoadingContextForTest
 
 from assets.source_assets import INPUTS_KEY, SOURCE_INPUTS
 from lectio.rulesets import registry
+from pipelines.dagster_internals import DATA_VERSION_TAG, observe, stale_statuses
 from pipelines.definitions import build_definitions
 from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
 from test_trust import home, run  # noqa: F401  (the fixture: a small home of its own)
@@ -64,13 +62,11 @@ def test_a_fresh_machines_second_run_reuses_what_its_first_run_fetched(home, tmp
     assert ingest_runs() == before and again.index["version"] == first.index["version"]
 
 
-def staleness(sources) -> dict[str, StaleStatus]:
+def staleness(sources) -> dict[str, str]:
     """What the UI shows for each source's first stage, the one that depends on its inputs (Dagster
     marks a later stage stale once the one before it has been materialized again)."""
-    instance = DagsterInstance.get()
     graph = build_definitions(sources).resolve_asset_graph()
-    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
-    return {key: resolver.get_status(AssetKey("raw_texts"), key) for key in ("staff-guide", "notes-alice")}
+    return stale_statuses(DagsterInstance.get(), graph, AssetKey("raw_texts"), ("staff-guide", "notes-alice"))
 
 
 def observe_sources(sources) -> None:
@@ -83,7 +79,7 @@ def observe_sources(sources) -> None:
 def test_staleness_follows_each_source_and_only_its_own_ruleset(home, monkeypatch):  # noqa: F811
     sources = home.sources("staleness")
     assert run(home, sources).index["ok"]
-    fresh = {"staff-guide": StaleStatus.FRESH, "notes-alice": StaleStatus.FRESH}
+    fresh = {"staff-guide": "FRESH", "notes-alice": "FRESH"}
     assert staleness(sources) == fresh
 
     # An edit to the notes ruleset (its version moves): the notes source alone is stale …
@@ -91,7 +87,7 @@ def test_staleness_follows_each_source_and_only_its_own_ruleset(home, monkeypatc
     edited = dataclasses.replace(registry.FORMATS[key], ruleset=registry.FORMATS[key].ruleset + "+edited")
     monkeypatch.setitem(registry.FORMATS, key, edited)
     observe_sources(sources)
-    assert staleness(sources) == {**fresh, "notes-alice": StaleStatus.STALE}
+    assert staleness(sources) == {**fresh, "notes-alice": "STALE"}
 
     # … the next run re-chunks it alone, and both are up to date again.
     before = ingest_runs()
@@ -150,7 +146,7 @@ def test_observe_after_a_run_from_the_current_entry_is_not_unsynced(home):  # no
         instance=instance, partition_key="notes-alice").success
     observe_sources(sources)  # what the UI's Observe records: the entry as it is now
 
-    assert staleness(sources)["notes-alice"] == StaleStatus.FRESH
+    assert staleness(sources)["notes-alice"] == "FRESH"
     observed = instance.get_latest_data_version_record(AssetKey(SOURCE_INPUTS), True, "notes-alice")
     read = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=AssetKey("raw_texts"), asset_partitions=["notes-alice"]), limit=1).records[0]

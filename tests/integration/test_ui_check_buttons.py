@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import pytest
 from dagster import DagsterInstance
-from dagster._core.remote_origin import InProcessCodeLocationOrigin
-from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster_graphql.test.utils import execute_dagster_graphql
 
+from pipelines.dagster_internals import in_process_workspace
 from pipelines.home import prepare_dagster_env
 from tests.conftest import PROJECT
 
@@ -46,10 +43,7 @@ mutation($executionParams: ExecutionParams!) {
 def ui(settings, database):
     prepare_dagster_env(settings, database)
     instance = DagsterInstance.get()
-    origin = InProcessCodeLocationOrigin(
-        LoadableTargetOrigin(module_name="pipelines.definitions", attribute="defs", working_directory=str(PROJECT)),
-        location_name="lectio")
-    with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget([origin])) as workspace:
+    with in_process_workspace(instance, "pipelines.definitions", "defs", str(PROJECT), "lectio") as workspace:
         yield instance, workspace.create_request_context()
 
 

@@ -4,15 +4,11 @@ parsed_structure's step. No later stage or check runs, and Dagster shows the chu
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
-from dagster._core.event_api import PartitionKeyFilter
-from dagster._core.loader import LoadingContextForTest
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionResolvedStatus
 
 from assets.source_assets import entry_failure
+from pipelines.dagster_internals import check_status
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INGEST_JOB
@@ -39,11 +35,9 @@ def _ingest(sources, instance, key):
 
 def _shown(instance, check_key, partition, run_id) -> str:
     """What the UI shows for a check of this partition, as Dagster resolves it."""
-    (record,) = instance.event_log_storage.get_asset_check_execution_history(
-        check_key, limit=1, partition_filter=PartitionKeyFilter(key=partition))
-    assert record.run_id == run_id
-    status = asyncio.run(record.resolve_status(LoadingContextForTest(instance)))
-    return AssetCheckExecutionResolvedStatus(status).value
+    shown_run, status = check_status(instance, check_key, partition)
+    assert shown_run == run_id
+    return status
 
 
 @pytest.mark.parametrize("key, text, line", [

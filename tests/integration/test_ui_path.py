@@ -16,14 +16,12 @@ from pathlib import Path
 import pytest
 
 from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import WorkspaceFileTarget
-from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
 from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
 from dagster_graphql.test.utils import execute_dagster_graphql
 
 from lectio.index import schema, versions
 from pipelines.automation import index_cursor
+from pipelines.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from pipelines.jobs import INDEX_JOB, INGEST_JOB
@@ -37,13 +35,13 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 DEADLINE_S = 600
 
 
-def _workspace(instance, sources: Path) -> WorkspaceProcessContext:
+def _workspace(instance, sources: Path):
     """The code location of workspace.yaml in its own gRPC server, loaded with `sources` (the
     server, and each run worker it starts, inherit the environment as it is at this moment)."""
     saved = os.environ["LECTIO_SOURCES"]
     os.environ["LECTIO_SOURCES"] = str(sources)
     try:
-        return WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(PROJECT / "workspace.yaml")]))
+        return file_workspace(instance, str(PROJECT / "workspace.yaml"))
     finally:
         os.environ["LECTIO_SOURCES"] = saved
 
@@ -66,7 +64,7 @@ def ui(settings, database, tmp_path_factory):
         yield instance, workspace, sources
 
 
-def _launch_from_ui(workspace: WorkspaceProcessContext, job: str, partition: str) -> str:
+def _launch_from_ui(workspace, job: str, partition: str) -> str:
     """What the UI's Materialize button sends: launchPipelineExecution with the partition's tag."""
     context = workspace.create_request_context()
     (location,) = context.code_location_names
@@ -82,7 +80,7 @@ def _launch_from_ui(workspace: WorkspaceProcessContext, job: str, partition: str
 
 def _wait_until_finished(instance, workspace, run_id: str):
     """Dequeue the run as the daemon does (dagster.yaml's queue limits apply), then poll it."""
-    daemon = QueuedRunCoordinatorDaemon(interval_seconds=1)
+    daemon = run_coordinator(interval_seconds=1)
     deadline = time.monotonic() + DEADLINE_S
     while time.monotonic() < deadline:
         run = instance.get_run_by_id(run_id)

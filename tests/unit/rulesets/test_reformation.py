@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lectio.rulesets import westminster as reformation
+from lectio.rulesets import westminster
 from lectio.rulesets import theses
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens
 from lectio.sources import Source, SourceError
@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reformation"
 STANDARDS = Path(str(importlib.resources.files("westminster_cli") / "data" / "standards.json"))
 
 
-def westminster(select=None, path=None, sid="westminster") -> Source:
+def standards_source(select=None, path=None, sid="westminster") -> Source:
     return Source(
         id=sid,
         kind="reformation",
@@ -32,15 +32,15 @@ def westminster(select=None, path=None, sid="westminster") -> Source:
 
 
 def run(source: Source):
-    raw = reformation.read(source, None)
-    units = reformation.parse(source, raw)
-    return raw, units, reformation.chunk(source, units)
+    raw = westminster.read(source, None)
+    units = westminster.parse(source, raw)
+    return raw, units, westminster.chunk(source, units)
 
 
 @pytest.fixture(scope="module")
 def standards():
     """Every chunk of the three documents, from the installed package's data."""
-    return run(westminster())
+    return run(standards_source())
 
 
 def by_id(chunks, suffix):
@@ -68,7 +68,7 @@ def test_every_entry_of_the_three_documents_becomes_chunks(standards):
     assert len(covered) == len(units)  # no section or question lost
     assert len({c.chunk_id for c in chunks}) == len(chunks)
     assert {c.granularity for c in chunks} == {"section", "qa"}
-    assert all(c.acl == ("public",) and c.kind == "reformation" and c.ruleset == reformation.RULESET for c in chunks)
+    assert all(c.acl == ("public",) and c.kind == "reformation" and c.ruleset == westminster.RULESET for c in chunks)
 
 
 def test_confession_section_has_its_chapter_heading_in_the_embedded_text(standards):
@@ -137,12 +137,12 @@ def test_no_proof_text_or_modern_edition_wording_leaks_in(standards):
 
 
 def test_select_takes_one_document_and_refuses_unknown_names():
-    raw = reformation.read(westminster(select="shorter"), None)
+    raw = westminster.read(standards_source(select="shorter"), None)
     assert [d["id"] for d in raw.payload] == ["wsc"] and raw.units == 107
     with pytest.raises(SourceError, match="'select' names no document 'heidelberg'"):
-        reformation.read(westminster(select="heidelberg"), None)
+        westminster.read(standards_source(select="heidelberg"), None)
     with pytest.raises(SourceError, match="westminster-standards-cli"):
-        reformation.read(Source("w", "reformation", "westminster-json", ("public",), module="other"), None)
+        westminster.read(Source("w", "reformation", "westminster-json", ("public",), module="other"), None)
 
 
 def _standards_file(tmp_path, entries) -> Path:
@@ -171,7 +171,7 @@ def test_refs_come_from_the_original_text_only(tmp_path):
             },
         ],
     )
-    _, _, chunks = run(westminster(path=path, sid="t"))
+    _, _, chunks = run(standards_source(path=path, sid="t"))
     assert chunks[0].refs == ("rom_8_28", "rom_8_29", "rom_8_30")
     assert chunks[0].ordinal == 45_008_028 and chunks[0].metadata["ref_ranges"] == ["Romans 8:28-30"]
     assert chunks[1].refs == ()
@@ -179,9 +179,9 @@ def test_refs_come_from_the_original_text_only(tmp_path):
 
 def test_an_entry_without_its_answer_fails_the_source_naming_it(tmp_path):
     path = _standards_file(tmp_path, [{"ref": "7", "kind": "qa", "question": "What is it?"}])
-    source = westminster(path=path, sid="t")
+    source = standards_source(path=path, sid="t")
     with pytest.raises(SourceError, match=r"source 't': Test Confession, entry 1 \(ref '7'\): a question needs"):
-        reformation.parse(source, reformation.read(source, None))
+        westminster.parse(source, westminster.read(source, None))
 
 
 # ---------------------------------------------------------------- numbered theses
