@@ -3,8 +3,8 @@ paired 95 % bootstrap interval: the table that decides fusion defaults on dev pa
 them on test parts.
 
     python benchmarks/fusion_ablation.py data/queries/quotations.jsonl --part dev \\
-        --variant prominence_weight=0 --variant fusion_score_power=1 \\
-        --variant fusion_score_power=1,min_new_share=0.5
+        --variant fusion.prominence_weight=0 --variant fusion.score_power=1 \\
+        --variant fusion.score_power=1,stages.collapse.min_new_share=0.5
 
 A variant is one or more FIELD=VALUE assignments joined by commas (`lectio eval --set`'s
 fields); `--base` changes what the variants are compared with (default: the shipped defaults).

@@ -10,7 +10,7 @@ as users get it: the reader role, row-level security, the default filters and cl
 
 Hybrid search runs as the service runs it, its vector side on a second connection; hybrid on
 one connection (as `lectio search` runs it) is reported beside it, and hybrid and lexical-only
-with BM25 in SQL (`lexical_mirror` off) beside those from the lexical mirror, and hybrid without
+with BM25 in SQL (`lexical.mirror` off) beside those from the lexical mirror, and hybrid without
 the other translations' BM25 that a one-word topic reads (`hybrid_own_translation`; run on
 topics, `--queries data/queries/naves.jsonl`, for its cost). Also p50/p95 of
 vector-only and lexical-only search (the ratio hybrid/vector is the price of fusion).

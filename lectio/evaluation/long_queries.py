@@ -31,7 +31,7 @@ Traps, and why the set is shaped this way:
   commentary itself. The ``kind: scripture`` filter in every record rules that out; the stricter
   measure is an index built without the ``mhcc`` source (docs/query-shapes.md).
 * Scofield's notes are not used: the verses they cite are what the citation prior
-  (``prominence_weight``) counts, so labels drawn from them would reward the prior for agreeing
+  (``fusion.prominence_weight``) counts, so labels drawn from them would reward the prior for agreeing
   with itself. Henry's comments cite almost nothing, and his ranges are one verse's neighbours,
   not a prior's favourites.
 * A passage may dwell on one verse of a ten-verse range; recall counts the whole range all the

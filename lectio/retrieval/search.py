@@ -4,8 +4,9 @@ A reference is looked up directly; a question about a Greek or Hebrew word gets 
 entry and the verses that use it; anything else is ranked by several retrievers fused by
 reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
 pericope titles, and the corpus's own cross-reference graph; a one-word topic is fused again with
-its words weighing more, in every translation (lectio.retrieval.topics). Every read runs as the
-application role under row-level security with the caller's principals."""
+its words weighing more, in every translation (lectio.retrieval.topics), and the fused hits pass
+the ranking stages (lectio.retrieval.stages). A search is one SearchRequest. Every read runs as
+the application role under row-level security with the caller's principals."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 it cuts and the size its chunks may reach.
 
 A ruleset states these and the registry holds it to them once, after chunking, for every
-source (lectio.rulesets.registry.chunk_source): a new content type writes its own rules and
+source (lectio.rulesets.registry.hold_to_contract): a new content type writes its own rules and
 none of the checks.
 """
 
