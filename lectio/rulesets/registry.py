@@ -32,11 +32,7 @@ from lectio.sources import Source, SourceError, load_source, parse_entry, read_e
 @dataclass(frozen=True)
 class Format:
     rules: Ruleset
-
-    @property
-    def ruleset(self) -> str:
-        """The rules' version, recorded in each of its sources' fingerprints."""
-        return self.rules.version
+    ruleset: str  # the rules' version, recorded in each of its sources' fingerprints
 
     @classmethod
     def of(cls, rules: Ruleset) -> "Format":
@@ -44,7 +40,7 @@ class Format:
         # GRANULARITIES, so the quality checks and the filters know it.
         if unknown := rules.granularities - GRANULARITIES:
             raise ValueError(f"ruleset {rules.name!r} cuts granularities no filter knows: {', '.join(sorted(unknown))}")
-        return cls(rules)
+        return cls(rules, rules.version)
 
 
 # (format, kind) → handler; kind None is the format's default. The same file format can hold

@@ -28,7 +28,7 @@ def alice() -> Source:
 
 def chunk_with(monkeypatch, rules) -> list[Chunk]:
     """Alice's notes chunked through the registry by `rules` in place of the notes ruleset."""
-    monkeypatch.setitem(registry.FORMATS, NOTES_KEY, registry.Format(rules))
+    monkeypatch.setitem(registry.FORMATS, NOTES_KEY, registry.Format(rules, rules.version))
     return registry.chunk_source(registry.parse_source(registry.read_source(alice(), FIXTURES)))
 
 
