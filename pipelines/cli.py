@@ -55,7 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = command("serve", _serve, "the HTTP search service: GET /search, /health, /ready, /metrics, /docs")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--pool", type=int, default=8, help="database connections (default 8)")
+    serve.add_argument("--pool", type=int, default=8,
+                       help="database connections of each worker (default 8; twice that at most: searches take two)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="processes answering on the one port (default 1); each loads its own model, lexical "
+                            "mirror lists and --pool; /metrics adds up all of them")
 
     _eval_options(command("eval", _eval, "score an index version against a labelled query set"))
 
@@ -266,14 +270,39 @@ def _serve(args) -> int:
     import uvicorn
 
     from lectio.embedding import model
-    from lectio.serving.app import SERVER_OPTIONS, create_app
+    from lectio.serving import app
     from lectio.serving.auth import Verifier
     from lectio.settings import auth_settings
 
+    for option in ("workers", "pool"):
+        if getattr(args, option) < 1:
+            raise ValueError(f"--{option} must be at least 1, not {getattr(args, option)}")
     model.check_settings()  # a bad model setting is one line here, not a traceback from the server's start
     verifier = Verifier.of(auth_settings())
-    uvicorn.run(create_app(load_settings(), verifier, pool_size=args.pool), host=args.host, port=args.port,
-                **SERVER_OPTIONS)
+    if args.workers == 1:
+        uvicorn.run(app.create_app(load_settings(), verifier, pool_size=args.pool), host=args.host, port=args.port,
+                    **app.SERVER_OPTIONS)
+        return 0
+    return _serve_workers(args)
+
+
+def _serve_workers(args) -> int:
+    """uvicorn's supervisor and `args.workers` processes it starts, sharing the port. Every setting
+    was checked above, in this process, so a bad one is one line and no worker starts; each worker
+    reads the same environment (lectio.serving.app.from_environment)."""
+    import tempfile
+
+    import uvicorn
+
+    from lectio.serving import app
+
+    settings = load_settings()
+    app.build_mirror_first(settings)
+    # A folder of this start's own: series a previous start left would be added to this one's.
+    with tempfile.TemporaryDirectory(prefix="lectio-metrics-") as shared:
+        os.environ.update({app.POOL_ENV: str(args.pool), app.MULTIPROCESS_ENV: shared})
+        uvicorn.run("lectio.serving.app:from_environment", factory=True, workers=args.workers, host=args.host,
+                    port=args.port, timeout_worker_healthcheck=app.WORKER_PING_SECONDS, **app.SERVER_OPTIONS)
     return 0
 
 

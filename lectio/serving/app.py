@@ -6,11 +6,17 @@ take two connections from a pool that survives a database restart (lectio.index.
 the lexical side and one for the vector side that runs beside it, and run
 under row-level security with the principals of the caller's verified token (lectio.serving.auth),
 so a bug here still cannot widen what the database lets a principal read.
+
+`lectio serve --workers N` runs N such processes behind one port (uvicorn's own supervisor): each
+builds its app with `from_environment`, so each holds its own model, lexical mirror lists and
+pool, and their metrics are added up through prometheus_client's multiprocess mode.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import time
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -19,6 +25,7 @@ import psycopg
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
@@ -26,7 +33,7 @@ from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
-from lectio.settings import Settings
+from lectio.settings import Settings, auth_settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +45,19 @@ MAX_HEAD_BYTES = 32 * 1024
 # (uvicorn's choice when it is installed): h11 stops buffering a head past the cap, httptools
 # reads headers of any length into memory.
 SERVER_OPTIONS = {"http": "h11", "h11_max_incomplete_event_size": MAX_HEAD_BYTES, "log_level": "warning"}
+# How long uvicorn's supervisor waits for a worker to answer its ping before killing it (its default
+# is 5 s): a worker importing torch and loading the model on a busy machine can take longer, and one
+# killed for it would only start loading again.
+WORKER_PING_SECONDS = 60
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
 UNMATCHED = "unmatched"  # the one label of every path no route serves
+# How the parent of several workers hands each its pool size (the other settings are read from
+# the environment anyway); and prometheus_client's folder where each process writes its series.
+POOL_ENV = "LECTIO_SERVE_POOL"
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# The header of every answer naming the process that gave it: behind one port, which worker it
+# was, for a client's or a proxy's log (a process id grants nothing).
+PROCESS_HEADER = "X-Lectio-Process"
 
 
 def endpoint_label(request: Request) -> str:
@@ -63,14 +81,24 @@ def not_ready_reason(live: versions.IndexVersion | None) -> str | None:
 
 class Metrics:
     """Prometheus series of one app (a registry of its own, so two apps in one process, as in
-    the tests, do not collide)."""
+    the tests, do not collide). Under several workers (MULTIPROCESS_ENV set before prometheus_client
+    was imported) each process writes its values to that folder, and /metrics, whichever worker
+    answers it, adds up every worker's: a scrape through the one port sees the whole service."""
 
     def __init__(self):
+        self.shared = os.environ.get(MULTIPROCESS_ENV)
         self.registry = CollectorRegistry()
         self.requests = Counter("lectio_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("lectio_request_seconds", "Time to answer a request", ["endpoint"],
                                  buckets=LATENCY_BUCKETS, registry=self.registry)
         self.errors = Counter("lectio_search_errors", "Searches that failed after retries", registry=self.registry)
+
+    def exposition(self) -> bytes:
+        if not self.shared:
+            return generate_latest(self.registry)
+        every_worker = CollectorRegistry()
+        MultiProcessCollector(every_worker, path=self.shared)
+        return generate_latest(every_worker)
 
 
 class RevocationLog:
@@ -100,6 +128,33 @@ def _query_embedder(live) -> Embedder | None:
     if embedder is not None:
         embedder.encode(["warm up"])  # the first encode pays for loading
     return embedder
+
+
+def build_mirror_first(settings: Settings) -> None:
+    """The live version's lexical mirror built in the home before several workers start, so each
+    maps its files at start instead of all of them reading every chunk's words at once. Built in a
+    process of its own: the build holds every chunk's words, and that memory goes back to the
+    system when the process ends, not to the supervisor for as long as the service runs."""
+    builder = multiprocessing.get_context("spawn").Process(target=_build_mirror, args=(settings,),
+                                                           name="lectio-mirror")
+    builder.start()
+    builder.join()
+
+
+def _build_mirror(settings: Settings) -> None:
+    from lectio.index.database import ensure_database
+
+    try:
+        with ensure_database(settings).connect() as conn:
+            mirror.ensure(conn, versions.get_version(conn), settings.home)
+    except psycopg.Error as exc:  # the workers serve, not ready, until the database answers
+        log.warning("lexical mirror not built at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
+
+
+def from_environment() -> FastAPI:
+    """The app of one worker of `lectio serve --workers N`: uvicorn imports this in each process
+    it starts, so the settings come from the environment the parent checked and set."""
+    return create_app(load_settings(), Verifier.of(auth_settings()), pool_size=int(os.environ.get(POOL_ENV, "8")))
 
 
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
@@ -142,6 +197,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         endpoint = endpoint_label(request)
         metrics.requests.labels(endpoint, str(response.status_code)).inc()
         metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        response.headers[PROCESS_HEADER] = str(os.getpid())
         return response
 
     @app.exception_handler(AuthError)
@@ -204,6 +260,6 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
     def prometheus():
-        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return PlainTextResponse(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     return app
