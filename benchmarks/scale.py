@@ -25,9 +25,11 @@ cache first, as the embedding step would leave them. Measured per size:
 
     LECTIO_HOME=/work/tmp-scale nice -n 10 python benchmarks/scale.py --rows 133567,100000,300000
     LECTIO_HOME=/work/tmp-scale nice -n 10 python benchmarks/scale.py --rows 1000000
+    LECTIO_HOME=/work/tmp-scale nice -n 10 python benchmarks/scale.py --rows 1000000 --search-only
     python benchmarks/scale.py --plot      # docs/scale/*.png and the fitted curves from results.json
 
-Results merge into docs/scale/results.json by size, so sizes can be run apart.
+Results merge into docs/scale/results.json by size, so sizes can be run apart; --search-only
+measures a change to search on the versions already built (their build figures stay).
 """
 
 from __future__ import annotations
@@ -321,7 +323,8 @@ def search_run(version: str, baseline: str | None, args) -> dict:
     return result
 
 
-def baseline_version(database, rows: int) -> str | None:
+def ready_version(database, rows: int) -> str | None:
+    """The newest ready version of `rows` rows in the home, or None."""
     with database.connect() as conn:
         found = [v for v in versions.list_versions(conn) if v.rows == rows and v.status == "ready"]
     return found[-1].version if found else None
@@ -346,15 +349,37 @@ def run_sizes(args) -> None:
         result, info = build_size(database, source, vectors, model_id, rows, args)
         result["cpu"] = _cpu()
         print(json.dumps(result), flush=True)
-        baseline = baseline_version(database, args.baseline_rows)
-        child = subprocess.run([sys.executable, __file__, "--search-version", info.version, "--baseline",
-                                baseline or "", "--queries", args.queries, "--k", str(args.k),
-                                "--recall-queries", str(args.recall_queries)],
-                               capture_output=True, text=True, check=True)
-        result |= json.loads(child.stdout.strip().splitlines()[-1])
+        result |= searched(info.version, ready_version(database, args.baseline_rows), args)
         result["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(json.dumps(result), flush=True)
         merge(result, args.out)
+
+
+def search_sizes(args) -> None:
+    """Search the versions of the sizes asked for that the home has built already, beside the
+    baseline, and put the new search figures in their results (the build figures stay): a change
+    to search measured without building again."""
+    database = ensure_database(load_settings())
+    path = args.out / "results.json"
+    found = json.loads(path.read_text()) if path.is_file() else {}
+    for rows in args.rows:
+        version = ready_version(database, rows)
+        if version is None or str(rows) not in found:
+            sys.exit(f"--search-only: {rows:,} rows has no ready version in {load_settings().home} "
+                     f"or no results in {path}: build it first")
+        print(f"[scale] {rows:,} rows: searching {version}", flush=True)
+        result = found[str(rows)] | searched(version, ready_version(database, args.baseline_rows), args)
+        result["searched_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        print(json.dumps(result), flush=True)
+        merge(result, args.out)
+
+
+def searched(version: str, baseline: str | None, args) -> dict:
+    """search_run in a fresh process, so the mirror's resident memory is its own."""
+    child = subprocess.run([sys.executable, __file__, "--search-version", version, "--baseline", baseline or "",
+                            "--queries", args.queries, "--k", str(args.k), "--recall-queries", str(args.recall_queries)],
+                           capture_output=True, text=True, check=True)
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 def _cpu() -> str:
@@ -462,11 +487,15 @@ def main() -> None:
     parser.add_argument("--search-version", help=argparse.SUPPRESS)
     parser.add_argument("--baseline", help=argparse.SUPPRESS)
     parser.add_argument("--plot", action="store_true", help="plot docs/scale/results.json; build nothing")
+    parser.add_argument("--search-only", action="store_true",
+                        help="search the sizes' versions already built in LECTIO_HOME again; build nothing")
     args = parser.parse_args()
     if args.search_version:
         print(json.dumps(search_run(args.search_version, args.baseline or None, args)))
     elif args.plot:
         plot_all(args.out)
+    elif args.search_only:
+        search_sizes(args)
     else:
         run_sizes(args)
 

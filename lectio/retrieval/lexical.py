@@ -139,9 +139,9 @@ class MirrorIndex:
     def proposals(self, query: str, extra: str, config: SearchConfig) -> Proposals:
         """Both in one read under row-level security."""
         words = self._weights(query, extra, config)
-        scores, held = self.mirrored.scores({word: w for word, w, _ in words}, config.lexical.k1, config.lexical.b,
-                                            *self.corpus)
-        offers = [_Offer(scores, held & self.eligible, config.candidates)]
+        scored = self.mirrored.scores({word: w for word, w, _ in words}, config.lexical.k1, config.lexical.b,
+                                      *self.corpus)
+        offers = [_Offer(scored.within(self.eligible), config.candidates)]
         own = {word for word, _, is_own in words if is_own}
         if config.titles.weight and own:
             offers.append(self._titles(own, config))
@@ -155,16 +155,14 @@ class MirrorIndex:
         return self.rows.conn.execute(_WORDS, {"query": query, "extra": extra, "ew": config.expansion.weight}).fetchall()
 
     def _titles(self, own: set[str], config: SearchConfig) -> "_Offer":
-        scores, matched = self.mirrored.titles(own, config.titles.query_share)
-        return _Offer(scores, matched & self.eligible, config.candidates)
+        return _Offer(self.mirrored.titles(own, config.titles.query_share).within(self.eligible), config.candidates)
 
 
 @dataclass
 class _Offer:
-    """One ranking's proposals and how far down it they have been read."""
+    """One ranking's proposals (the eligible chunks it reached) and how far down it they have been read."""
 
-    scores: np.ndarray
-    eligible: np.ndarray
+    scored: mirror.Scored
     wanted: int
     found: list[tuple[str, float]] = field(default_factory=list)
     checked: int = 0
@@ -181,20 +179,21 @@ def _confirm(rows: Rows, mirrored: mirror.Mirror, offers: list[_Offer]) -> None:
         asked = []
         for offer in (offer for offer in offers if not offer.done):
             depth = offer.checked * _DEEPER if offer.checked else offer.wanted
-            ranked = mirror.best(offer.scores, offer.eligible, depth)
-            offer.done = len(ranked) <= offer.checked  # nothing left to offer
+            ranked = mirror.best(offer.scored, depth)
+            offer.done = len(ranked.positions) <= offer.checked  # nothing left to offer
             if not offer.done:
                 asked.append((offer, ranked, depth))
         if not asked:
             return
-        proposed = list({mirrored.chunk_ids[i] for offer, ranked, _ in asked for i in ranked[offer.checked:]})
+        proposed = list({mirrored.chunk_ids[i] for offer, ranked, _ in asked for i in ranked.positions[offer.checked:]})
         visible = {chunk_id for (chunk_id,) in rows.conn.execute(statement, {**rows.params, "mirror_ids": proposed})}
         for offer, ranked, depth in asked:
-            offer.found += [(mirrored.chunk_ids[i], float(offer.scores[i])) for i in ranked[offer.checked:]
+            fresh = zip(ranked.positions[offer.checked:], ranked.scores[offer.checked:])
+            offer.found += [(mirrored.chunk_ids[i], float(score)) for i, score in fresh
                             if mirrored.chunk_ids[i] in visible][:offer.wanted - len(offer.found)]
             # Done when full, or when every eligible chunk has been offered.
-            offer.done = len(offer.found) >= offer.wanted or len(ranked) < depth
-            offer.checked = len(ranked)
+            offer.done = len(offer.found) >= offer.wanted or len(ranked.positions) < depth
+            offer.checked = len(ranked.positions)
 
 
 # ---------------------------------------------------------------- SQL

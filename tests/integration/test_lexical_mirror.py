@@ -174,8 +174,7 @@ def test_the_lexical_index_is_chosen_once_by_mirror_rows_and_layout(live):
 def bobs_note_first(conn, info, found) -> str:
     """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3})}
-    scores, held = found.scores(weights, 1.2, 0.75, *info.bm25_corpus)
-    first = found.chunk_ids[mirror.best(scores, held, 1)[0]]
+    first = found.chunk_ids[mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus), 1).positions[0]]
     assert first.startswith("notes-bob")
     return first
 
@@ -216,8 +215,8 @@ def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
     info, found = live
     query = BOBS_WORDS + " propitiation wrath"  # Bob's note and one of Alice's lead
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3})}
-    scores, held = found.scores(weights, 1.2, 0.75, *info.bm25_corpus)
-    assert all(found.chunk_ids[i].startswith("notes-") for i in mirror.best(scores, held, 2))
+    leading = mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus), 2).positions
+    assert all(found.chunk_ids[i].startswith("notes-") for i in leading)
     wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),
                                              SearchConfig.from_options(candidates=1, expand_lexical=False))
