@@ -28,7 +28,7 @@ from lectio.quality.distribution import histogram_markdown, histogram_png, size_
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from assets.source_assets import OWNERS, entry_failure
-from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
+from pipelines.jobs import INDEX_POOL, INGEST_ASSETS, INGEST_JOB
 from pipelines.outcomes import root_cause
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -38,9 +38,6 @@ _ALL_AVAILABLE = AssetIn(metadata={"allow_missing_partitions": True})
 # Every source indexed from this run's chunks: a failed one, carried or left out, fails this
 # check (ERROR), which alert_on_failed_checks sends, and shows red on the run and the asset.
 SOURCES_CHECK = "every_source_indexed"
-# One index build at a time, however it was launched (dagster.yaml: concurrency, pools): two
-# builds racing would both try to switch the live index.
-INDEX_POOL = "lectio_index"
 CHUNK_COLUMN_NAMES = [name for name, _ in tables.CHUNK_COLUMNS]
 # The run's tag that names the failed sources, shown at the top of the run's page.
 FAILED_TAG = "lectio/failed_sources"

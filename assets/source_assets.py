@@ -27,6 +27,7 @@ from dagster import (
     observable_source_asset,
 )
 from pipelines.dagster_internals import DATA_VERSION_TAG
+from pipelines.jobs import EMBED_POOL
 
 from assets.checks import known_notices, vectors_check, vectors_spec
 from lectio.rulesets import registry
@@ -190,7 +191,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     # embedding_vectors is evaluated in this step, not as a check of its own: see assets.checks
     # on why no per-source check may be offered alone.
     @asset(partitions_def=partitions_def, group_name="embed", check_specs=[vectors_spec(partitions_def)],
-           kinds={"postgres"}, owners=OWNERS)
+           pool=EMBED_POOL, kinds={"postgres"}, owners=OWNERS)
     def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource, chunks):
         """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
         with database.connect() as conn:

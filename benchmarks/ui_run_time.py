@@ -109,11 +109,13 @@ def main() -> int:
 
 def _choose_runtime() -> None:
     """The home's embedding runtime measured before any clock starts: a home's first run measures
-    it (minutes on a busy machine), which neither side should be charged for."""
+    it (minutes on a busy machine), which neither side should be charged for. With
+    LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION both set, no run measures, nor does this."""
     from lectio.embedding import backends
     from lectio.embedding.model import MODEL_NAME, release_of
 
-    backends.measured(MODEL_NAME, release_of(MODEL_NAME))
+    if not (os.environ.get("LECTIO_EMBED_BACKEND") and os.environ.get("LECTIO_EMBED_PRECISION")):
+        backends.measured(MODEL_NAME, release_of(MODEL_NAME))
 
 
 def _one_source(folder: Path, source_id: str) -> Path:
@@ -246,9 +248,19 @@ def _until_searchable(instance, ingest_seconds: float, phases: dict, timeout: fl
     stamps = {e.dagster_event_type: e.timestamp for e in instance.all_logs(run_id) if e.is_dagster_event}
     created = record.create_timestamp.timestamp()
     index = {"sensor_wait": round(created - ingest_end, 1),
+             "sensor_tick_gaps": _tick_gaps(instance, ingest.create_timestamp.timestamp(), created),
              "index_queued_and_start": round(stamps[DagsterEventType.RUN_START] - created, 1),
              "index_steps": round(record.end_time - stamps[DagsterEventType.RUN_START], 1)}
     return round(ingest_seconds + record.end_time - ingest_end, 1), {**phases, **index}
+
+
+def _tick_gaps(instance, since: float, until: float) -> list[float]:
+    """Seconds between index_after_batch's ticks from the ingest run's creation to the index
+    run's: the daemon's sensor loop comes round every 5 s, a tick at most that often."""
+    (state,) = [s for s in instance.all_instigator_state() if s.name == "index_after_batch"]
+    ticks = sorted(t.timestamp for t in instance.get_ticks(state.instigator_origin_id, state.selector_id,
+                                                           after=since, before=until + 1))
+    return [round(later - earlier, 1) for earlier, later in zip(ticks, ticks[1:])]
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ How they fit together (docs/operations.md tells the operator's side):
   run is queued or running and no backfill of ingest assets is open, it requests one
   `build_index` run, told which of those sources failed (each keeps its last good chunks, the
   rest goes live, and the build's `every_source_indexed` check fails naming them). It ticks
-  every 5 s. A sensor rather than a second schedule at, say, 04:00: the index follows the partitions
-  however long they take. Waiting for "nothing in progress" rather than for a batch's size makes
-  it follow runs nobody tagged.
+  on every pass of the daemon's sensor loop (5 s). A sensor rather than a second schedule at,
+  say, 04:00: the index follows the partitions however long they take. Waiting for "nothing in
+  progress" rather than for a batch's size makes it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
   into alerts (lectio.alerts), each sent once.
 - `fail_orphaned_runs` fails the runs a `lectio run` or `lectio migrate` executed in process and
@@ -80,7 +80,10 @@ INDEX_KEY = AssetKey("search_index")
 # (dagster.yaml) any run past 4 h; this covers a daemon that did not.
 # Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
 STALE_RUN_SECONDS = 4 * 3600
-INDEX_SENSOR_INTERVAL = 5
+# Under the sensor daemon's loop, which comes round every 5 s, so each pass evaluates the sensor:
+# at 5 s itself a pass that came a moment early found the last tick not yet 5 s old and skipped
+# it, and ticks came 10 s apart as often as 5 s (ui_run_time.py's sensor_tick_gaps).
+INDEX_SENSOR_INTERVAL = 1
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
 CHECK_EVENTS_PER_TICK = 500
 
@@ -189,7 +192,7 @@ def _source_change_sensor(ingest_job):
 
 
 def _index_after_batch_sensor(index_job):
-    # Every 5 s, the daemon's shortest loop: the index follows a UI ingest within seconds, not up
+    # Every pass of the daemon's 5 s loop: the index follows a UI ingest within seconds, not up
     # to a minute later (source to searchable was 4x `lectio run`). A tick is a few queries.
     @sensor(
         name="index_after_batch",

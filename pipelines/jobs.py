@@ -15,3 +15,10 @@ STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those t
 # by" column knows only its own user, schedule and sensor tags, so it reads "Manually launched";
 # this tag, at the top of the run's page and in the runs filter, says where the run came from.
 LAUNCHED_BY_TAG = "lectio/launched_by"
+
+# Dagster concurrency pools (dagster.yaml: concurrency, pools): one index build at a time (two
+# builds racing would both try to switch the live index), and the runs that may embed at once (one
+# embedding keeps every core busy, torch using one thread per core, so a second at once on the same
+# machine only shares the cores and holds a second model; a bigger host raises this pool's limit).
+INDEX_POOL = "lectio_index"
+EMBED_POOL = "lectio_embed"

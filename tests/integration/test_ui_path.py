@@ -24,7 +24,7 @@ from pipelines.automation import index_cursor
 from pipelines.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INDEX_JOB, INGEST_JOB
+from pipelines.jobs import EMBED_POOL, INDEX_JOB, INGEST_JOB
 from pipelines.runners import run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -92,6 +92,16 @@ def _wait_until_finished(instance, workspace, run_id: str):
     raise AssertionError(f"run {run_id} still {instance.get_run_by_id(run_id).status.value} after {DEADLINE_S} s")
 
 
+def _one_embeds_at_a_time(instance, workspace, run_ids: list[str]) -> None:
+    """Item 10: two queued ingest runs and two free run slots, yet the daemon's queue starts only
+    the first: both embed, and the `lectio_embed` pool (dagster.yaml's default limit) holds one."""
+    assert {instance.get_run_by_id(r).status for r in run_ids} == {DagsterRunStatus.QUEUED}
+    assert all(EMBED_POOL in instance.get_run_by_id(r).run_op_concurrency.all_pools for r in run_ids)
+    list(run_coordinator(interval_seconds=1).run_iteration(workspace))
+    first, second = (instance.get_run_by_id(r).status for r in run_ids)
+    assert first != DagsterRunStatus.QUEUED and second == DagsterRunStatus.QUEUED, (first, second)
+
+
 def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, foreign_sources):
     instance, workspace, sources = ui
     since = index_cursor(time.time())
@@ -99,8 +109,9 @@ def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, 
         schema.ensure_schema(conn)
         live_before = versions.live_version(conn)
 
-    # Both sources, so the index has every source and may go live; the queue runs two at a time.
+    # Both sources, so the index has every source and may go live.
     run_ids = [_launch_from_ui(workspace, INGEST_JOB, key) for key in ("ui-rota", "ui-notice")]
+    _one_embeds_at_a_time(instance, workspace, run_ids)
     for run_id in run_ids:
         run = _wait_until_finished(instance, workspace, run_id)
         assert run.status == DagsterRunStatus.SUCCESS
