@@ -20,7 +20,11 @@ length mix in rounds whose order turns round, and each is compared with torch fp
 Ingest takes the fastest candidate by median seconds; a candidate within TIE of the fastest that
 reproduces fp32 (ONNX, then torch) wins the tie. Queries take the fastest runtime allowed for the
 version (median of single-query latencies), ONNX on a tie, since it also spares the process the
-torch import. Where the rounds spread more than a quiet machine's (measurement.QUIET_SPREAD), a
+torch import. On ONNX Runtime, the query session runs on every core instead of one (its threads
+spinning within a run, or not) only where that measured faster (QUERY_THREADS_GAIN at the median
+of the queries' paired ratios, in every round) and no slower at p95 beside a busy core (within
+TIE), as a hybrid search embeds its query while the lexical side works on the other core;
+neither changes the vectors. Where the rounds spread more than a quiet machine's (measurement.QUIET_SPREAD), a
 faster candidate is chosen only if it was faster in every round; otherwise fp32 stays, and the
 record says the machine was not quiet (`lectio model measure` measures again).
 
@@ -38,10 +42,12 @@ fingerprint and of the model an index version records.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import statistics
+import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -69,6 +75,10 @@ TIE = 1.1  # a preferred candidate is kept unless another measured this much fas
 CLOSE_COSINE = 0.9999
 CLOSE_OVERLAP = 0.98
 NEIGHBOURS = 10
+# More intra-op threads for one query must make it this much faster at the median of the paired
+# per-query ratios, in each of THREAD_ROUNDS rounds.
+QUERY_THREADS_GAIN = 1.1
+THREAD_ROUNDS = 3
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +236,13 @@ def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | N
     for k, times in seconds.items():
         found[k] |= {"seconds": times, "texts_per_second": round(len(texts) / statistics.median(times), 1),
                      "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
-    return decide(found, quiet) | {"candidates": found, "quiet": quiet, "texts": len(texts),
-                                   "measured_at": started}
+    record = decide(found, quiet) | {"candidates": found, "quiet": quiet, "texts": len(texts), "measured_at": started}
+    if record["query"] and record["query"]["backend"] == "onnx":
+        path = onnx_runtime.ensure_export(name, release, record["query"]["precision"], home)
+        threads = found[key(("onnx", record["query"]["precision"]))]["query_threads"] = query_threads_measured(
+            path, name, queries)
+        record["query"] |= {"threads": threads["threads"], "spin": threads["spin"]}
+    return record
 
 
 def _runner(name: str, release: str, runtime: tuple[str, str], home: Path | None):
@@ -248,6 +263,93 @@ def _latency(embed_one, queries: list[str]) -> dict:
         embed_one(query)
         times.append((time.perf_counter() - started) * 1000)
     return {"p50": round(float(np.percentile(times, 50)), 2), "p95": round(float(np.percentile(times, 95)), 2)}
+
+
+def query_threads_measured(path: Path, name: str, queries: list[str], rounds: int = THREAD_ROUNDS) -> dict:
+    """One query's latency (ms) on ONNX Runtime's query session with one intra-op thread and with
+    every core (spinning within a run, and not), alternating query by query, alone and beside a
+    busy core; and the setting chosen by it (threads_choice)."""
+    many = onnx_runtime.cores()
+    if many < 2:
+        return {"threads": 1, "spin": False}
+    settings = {"1": (1, False), str(many): (many, False), f"{many}+spin": (many, True)}
+    models = {label: onnx_runtime.OnnxModel(path, name=name, query=query) for label, query in settings.items()}
+    alone = _alternating(models, queries, rounds)
+    with _busy_core(onnx_runtime.OnnxModel(path, name=name), queries):
+        beside = _alternating(models, queries, rounds)
+    threads, spin = settings[threads_choice(alone, beside, rounds)]
+    return {"alone": _percentiles(alone), "beside_a_busy_core": _percentiles(beside), "threads": threads, "spin": spin}
+
+
+def _alternating(models: dict, queries: list[str], rounds: int) -> dict[str, list[float]]:
+    """Each query embedded by every model in turn, the order turned round from query to query,
+    so a burst of the machine's other work falls on all alike."""
+    for model in models.values():
+        model.encode([queries[0]], kind="query")
+    names = list(models)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for i, query in enumerate(queries * rounds):
+        turn = i % len(names)
+        for n in names[turn:] + names[:turn]:
+            started = time.perf_counter()
+            models[n].encode([query], kind="query")
+            times[n].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+@contextlib.contextmanager
+def _busy_core(model, queries: list[str]):
+    """Another thread embedding queries meanwhile: a core as busy as a hybrid search's lexical side
+    keeps one while its query is embedded."""
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            model.encode([queries[0]], kind="query")
+
+    worker = threading.Thread(target=work, name="lectio-busy-core", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _percentiles(times: dict[str, list[float]]) -> dict:
+    return {n: {"p50": round(float(np.percentile(t, 50)), 2), "p95": round(float(np.percentile(t, 95)), 2)}
+            for n, t in times.items()}
+
+
+def threads_choice(alone: dict[str, list[float]], beside: dict[str, list[float]], rounds: int = 1) -> str:
+    """Of the query sessions measured ("1" the one-thread one), the one whose per-query ratio to
+    one thread alone has the best median, where that median is at least QUERY_THREADS_GAIN in
+    every one of the `rounds` (a burst of other work must not decide it) and its p95 beside a busy
+    core is within TIE of one thread's; else "1"."""
+    one = np.asarray(alone["1"])
+    limit = np.percentile(beside["1"], 95) * TIE
+
+    def gain(times: list[float]) -> float:
+        return min(float(np.median(r)) for r in np.array_split(one / np.asarray(times), rounds))
+
+    gains = {label: gain(times) for label, times in alone.items() if label != "1"}
+    fit = {label: ratio for label, ratio in gains.items()
+           if ratio >= QUERY_THREADS_GAIN and np.percentile(beside[label], 95) <= limit}
+    return max(fit, key=fit.get) if fit else "1"
+
+
+def query_session(name: str, release: str, home: Path | None = None) -> tuple[int, bool]:
+    """The ONNX query session's (intra-op threads, whether they spin within a run) as this home
+    measured them on this machine; (1, False) where nothing was measured (or measured elsewhere,
+    or before threads were). Read only, as query_runtime."""
+    record = recorded(name, release, home)
+    if record is None or record.get("machine") != machine():
+        return 1, False
+    query = record.get("query") or {}
+    threads, spin = query.get("threads", 1), query.get("spin", False)
+    if type(threads) is not int or not 1 <= threads <= onnx_runtime.cores() or type(spin) is not bool:
+        return 1, False
+    return threads, spin
 
 
 def relation(vectors: np.ndarray, reference: np.ndarray) -> dict:

@@ -205,6 +205,13 @@ def _query_choice(model_id: str, home_setting: str | None) -> ModelChoice:
     return ModelChoice(made.name, precision, backend)
 
 
+@lru_cache(maxsize=16)
+def _query_session(name: str, release: str, home_setting: str | None) -> tuple[int, bool]:
+    """The ONNX query session's threads (and whether they spin) as this home measured them; read
+    once per process and LECTIO_HOME, as _query_choice."""
+    return backends.query_session(name, release)
+
+
 def check_settings() -> None:
     """The model, backend and numerics settings, each checked (one line naming the variable),
     without measuring anything."""
@@ -270,7 +277,8 @@ class Embedder:
     def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
         if self.choice.backend == "onnx":
             if self._onnx is None:  # the process's one model of this choice, its sessions made once
-                self._onnx = onnx_runtime.loaded(self.choice.name, self.choice.release, self.choice.precision)
+                query = _query_session(self.choice.name, self.choice.release, os.environ.get("LECTIO_HOME"))
+                self._onnx = onnx_runtime.loaded(self.choice.name, self.choice.release, self.choice.precision, query)
             return self._onnx.encode(pieces, batch_size=self.batch_size)
         if getattr(_QUERY_THREAD, "one", False) and not _QUERY_THREAD.torch_set:
             import torch

@@ -24,10 +24,13 @@ import torch. torch's (TorchScript) exporter needs only the `onnx` package, and 
 ours to fuse: on an AMD EPYC (2 cores) the fused graph embedded batches at 1.5-2.7× torch fp32 and
 one query at 2.8× (benchmarks/embedding_throughput.py, benchmarks/query_embedding.py).
 
-Two sessions per model, each made once and reused by every thread: one with a single intra-op
-thread that never spins, for a query (the service embeds one query per search beside the
-database's work on it, the reason the torch query path runs one thread too), and one with every
-core this process may use, for ingestion's batches.
+Two sessions per model, each made once and reused by every thread: one for a query (the service
+embeds one query per search beside the database's work on it), and one with every core this
+process may use, for ingestion's batches. The query session runs one thread unless this home
+measured every core faster for one query, beside a busy core too (lectio.embedding.backends): a
+choice of the machine, not of the code. Its threads spin only where that measured faster too,
+and then only within a run (`session.force_spinning_stop`), so the database's work after it has
+the cores. Neither changes a vector (the same bits for all 775 queries of data/queries).
 
 int8 (LECTIO_EMBED_PRECISION=int8): ONNX Runtime's dynamic quantizer, per-channel, over the
 fp32 export; its kernels use the VNNI instructions where the CPU has them.
@@ -383,23 +386,25 @@ class OnnxModel:
     and one without (an export's candidate, before it is kept) is read as it is."""
 
     def __init__(self, path: Path, max_tokens: int = MAX_SEQ_TOKENS, name: str = MODEL_NAME,
-                 source: Callable[[], bytes] | None = None):
+                 source: Callable[[], bytes] | None = None, query: tuple[int, bool] = (1, False)):
         self.path = Path(path)
         self.source = source or partial(_as_recorded, self.path)
         self.max_tokens = max_tokens
+        self.query = query  # the query session's (intra-op threads, whether they spin within a run)
         self._sessions: dict[str, object] = {}
         self._lock = threading.Lock()
         self._tokenizer = _tokenizer(max_tokens, name)
 
     def session(self, kind: str):
-        """'query': one thread, no spinning; 'batch': every core."""
+        """'query': as `query` says; 'batch': every core, spinning."""
         found = self._sessions.get(kind)
         if found is None:
             with self._lock:
                 found = self._sessions.get(kind)
                 if found is None:
-                    found = self._sessions[kind] = _session(self.path, self.source(),
-                                                            1 if kind == "query" else cores(), spin=kind != "query")
+                    threads, spin = self.query if kind == "query" else (cores(), True)
+                    found = self._sessions[kind] = _session(self.path, self.source(), threads, spin,
+                                                            stop_spinning=kind == "query")
         return found
 
     def encode(self, texts: list[str], batch_size: int = 64, kind: str | None = None) -> np.ndarray:
@@ -454,8 +459,9 @@ def _tokenizer(max_tokens: int, name: str):
     return tok
 
 
-def _session(path: Path, data: bytes, threads: int, spin: bool):
-    """A session of `data` (the model file's bytes; `path` names it in errors)."""
+def _session(path: Path, data: bytes, threads: int, spin: bool, stop_spinning: bool = False):
+    """A session of `data` (the model file's bytes; `path` names it in errors); `stop_spinning`:
+    its threads stop spinning when a run ends."""
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -468,6 +474,8 @@ def _session(path: Path, data: bytes, threads: int, spin: bool):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # warnings about unused initializers are not the user's business
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    if stop_spinning:
+        options.add_session_config_entry("session.force_spinning_stop", "1")
     try:
         return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
@@ -479,16 +487,18 @@ def _session(path: Path, data: bytes, threads: int, spin: bool):
 _LOADING = threading.Lock()
 
 
-def loaded(name: str, release: str, precision: str) -> OnnxModel:
-    """The model of a home, exported there first if needed; one per process and home."""
+def loaded(name: str, release: str, precision: str, query: tuple[int, bool] = (1, False)) -> OnnxModel:
+    """The model of a home, exported there first if needed; one per process, home and query
+    session setting (OnnxModel's `query`)."""
     from lectio.settings import load_settings
 
     with _LOADING:
-        return _load(name, release, precision, load_settings().home)
+        return _load(name, release, precision, load_settings().home, query)
 
 
 @lru_cache(maxsize=4)
-def _load(name: str, release: str, precision: str, home: Path) -> OnnxModel:
+def _load(name: str, release: str, precision: str, home: Path, query: tuple[int, bool] = (1, False)) -> OnnxModel:
     # Checked now (a one-line error before the first text), and again for each session it makes.
     path = ensure_export(name, release, precision, home)
-    return OnnxModel(path, MAX_SEQ_TOKENS, name, source=partial(model_bytes, name, release, precision, home))
+    return OnnxModel(path, MAX_SEQ_TOKENS, name, source=partial(model_bytes, name, release, precision, home),
+                     query=query)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lectio.embedding import backends, model, numerics, onnx_runtime
+from lectio.embedding import backends, measurement, model, numerics, onnx_runtime
 from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
 from lectio.index import versions
@@ -67,6 +67,35 @@ def test_the_export_is_made_from_the_packaged_weights_into_an_empty_home(tmp_pat
     assert measured["backend"] in backends.BACKENDS and measured["machine"] == backends.machine()
     assert measured["candidates"]["onnx/fp32"]["equivalence"]["relation"] == "interchangeable"
     assert measured["query"] is not None and (path.parent / backends.CHOICE_FILE).is_file()
+    if measured["query"]["backend"] == "onnx":  # and how many threads its query session runs
+        assert measured["query"]["threads"] in (1, onnx_runtime.cores())
+        assert backends.query_session(choice.name, choice.release, home) == (measured["query"]["threads"],
+                                                                             measured["query"]["spin"])
+
+
+def test_the_query_session_runs_the_threads_this_home_measured_and_they_change_no_vector(monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    choice = ModelChoice(backend="onnx")
+    path = onnx_runtime.ensure_export(choice.name, choice.release, "fp32", home)
+    many = onnx_runtime.cores()
+    one = onnx_runtime.OnnxModel(path)
+    for query in ((many, False), (many, True)):
+        every_core = onnx_runtime.OnnxModel(path, query=query)
+        options = every_core.session("query").get_session_options()
+        assert options.intra_op_num_threads == many
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == str(int(query[1]))
+        for text in TEXTS + measurement.queries(16):
+            assert np.array_equal(one.encode([text]), every_core.encode([text]))
+    found = backends.query_threads_measured(path, choice.name, measurement.queries(8), rounds=1)
+    assert found["threads"] in (1, many) and (many == 1 or set(found["alone"]) == {"1", str(many), f"{many}+spin"})
+    # A home that recorded every core for its queries: its query embedder's session runs them.
+    record = {"backend": "onnx", "precision": "fp32", "machine": backends.machine(),
+              "query": {"backend": "onnx", "precision": "fp32", "threads": many, "spin": True}}
+    (path.parent / backends.CHOICE_FILE).write_text(json.dumps(record))
+    monkeypatch.setenv("LECTIO_HOME", str(home))
+    embedder = Embedder(choice=choice)
+    embedder.encode(["grace"])
+    assert embedder._onnx.session("query").get_session_options().intra_op_num_threads == many
 
 
 def test_the_onnx_embedder_keeps_the_embedder_contract(monkeypatch, tmp_path):

@@ -232,3 +232,45 @@ def test_an_export_that_fails_is_one_line(monkeypatch, tmp_path):
     record = backends.measure(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], tmp_path / "home", 16)
     assert (record["backend"], record["precision"]) == ("torch", "fp32")
     assert record["candidates"]["onnx/fp32"]["reason"].startswith("the onnx embedding backend cannot load: exporting")
+
+
+def test_a_query_runs_on_every_core_only_where_that_measured_faster_alone_and_beside_a_busy_core():
+    one, two, spinning = [4.0, 3.0, 9.0, 5.0] * 5, [2.5, 2.0, 5.5, 3.0] * 5, [2.2, 1.8, 5.0, 2.8] * 5
+    quiet_beside = {"1": [6.0] * 20, "2": [5.0] * 20, "2+spin": [6.2] * 20}
+    assert backends.threads_choice({"1": one, "2": two}, quiet_beside) == "2"
+    # The best median gain of those that keep p95 beside a busy core within TIE of one thread's.
+    assert backends.threads_choice({"1": one, "2": two, "2+spin": spinning}, quiet_beside) == "2+spin"
+    spin_stalls = quiet_beside | {"2+spin": [5.0] * 18 + [40.0] * 2}
+    assert backends.threads_choice({"1": one, "2": two, "2+spin": spinning}, spin_stalls) == "2"
+    # Within QUERY_THREADS_GAIN of one thread: the second core stays the database's.
+    barely = [t / 1.05 for t in one]
+    assert backends.threads_choice({"1": one, "2": barely}, quiet_beside) == "1"
+    # Faster alone but slower at p95 beside a busy core (a hybrid search's lexical side): one.
+    assert backends.threads_choice({"1": one, "2": two}, {"1": [6.0] * 20, "2": [5.0] * 18 + [40.0] * 2}) == "1"
+    assert backends.threads_choice({"1": one}, {"1": one}) == "1"
+    # Faster over both rounds taken together, but not in the first: not chosen.
+    one_round_only = {"1": one * 3, "2": [t * 1.7 for t in two] + two * 2}
+    assert backends.threads_choice(one_round_only, quiet_beside, rounds=1) == "2"
+    assert backends.threads_choice(one_round_only, quiet_beside, rounds=3) == "1"
+
+
+def test_the_query_session_is_the_one_this_home_measured_on_this_machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(onnx_runtime, "cores", lambda: 4)  # the count this machine's record names
+    choice = ModelChoice()
+    folder = onnx_runtime.model_dir(choice.name, choice.release, tmp_path)
+    folder.mkdir(parents=True)
+
+    def session(query: dict, machine: dict | None = None) -> tuple[int, bool]:
+        record = {"backend": "torch", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"} | query,
+                  "machine": machine or backends.machine()}
+        (folder / backends.CHOICE_FILE).write_text(json.dumps(record))
+        return backends.query_session(choice.name, choice.release, tmp_path)
+
+    assert backends.query_session(choice.name, choice.release, tmp_path) == (1, False)  # nothing measured
+    assert session({"threads": 4, "spin": True}) == (4, True)
+    assert session({"threads": 4, "spin": False}) == (4, False)
+    assert session({}) == (1, False)  # measured before threads were
+    assert session({"threads": 4, "spin": True}, {"cpu": "another"}) == (1, False)
+    for nonsense in ({"threads": 0}, {"threads": 9}, {"threads": "2"}, {"threads": True},
+                     {"threads": 2, "spin": "yes"}):
+        assert session(nonsense) == (1, False)
