@@ -29,6 +29,11 @@ def describe(record: dict) -> str:
              f"{'/'.join(backends.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
              f"measured {record.get('measured_at', '?')} on {record.get('texts', '?')} texts, "
              f"{'a quiet machine' if record.get('quiet', True) else 'a machine that was not quiet'}"]
+    query = record.get("query") or {}
+    if query.get("backend") == "onnx":
+        # A record from before the query session was measured has no threads: it runs one.
+        lines.append(f"  query session: {query.get('threads', 1)} intra-op thread(s)"
+                     f"{', spinning within a run' if query.get('spin') else ''}")
     for name, found in (record.get("candidates") or {}).items():
         if "reason" in found:
             lines.append(f"  {name}: cannot run here ({found['reason']})")
