@@ -238,11 +238,19 @@ def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | N
                      "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
     record = decide(found, quiet) | {"candidates": found, "quiet": quiet, "texts": len(texts), "measured_at": started}
     if record["query"] and record["query"]["backend"] == "onnx":
-        path = onnx_runtime.ensure_export(name, release, record["query"]["precision"], home)
-        threads = found[key(("onnx", record["query"]["precision"]))]["query_threads"] = query_threads_measured(
-            path, name, queries)
-        record["query"] |= {"threads": threads["threads"], "spin": threads["spin"]}
+        record["query"] |= _query_threads(found, record["query"]["precision"], quiet, (name, release, home), queries)
     return record
+
+
+def _query_threads(found: dict, precision: str, quiet: bool, model: tuple, queries: list[str]) -> dict:
+    """The ONNX query session's threads: more than one only on the word of a quiet machine; a busy
+    one keeps one thread, the choice that never takes the core a search's lexical side works on."""
+    if not quiet:
+        return {"threads": 1, "spin": False}
+    name, release, home = model
+    path = onnx_runtime.ensure_export(name, release, precision, home)
+    threads = found[key(("onnx", precision))]["query_threads"] = query_threads_measured(path, name, queries)
+    return {"threads": threads["threads"], "spin": threads["spin"]}
 
 
 def _runner(name: str, release: str, runtime: tuple[str, str], home: Path | None):
