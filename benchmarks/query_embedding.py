@@ -28,6 +28,7 @@ import numpy as np
 
 from lectio.embedding import backends, numerics, onnx_runtime
 from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice, one_model_thread, release_of
+from lectio.evaluation.querysets import load_queries
 from lectio.settings import PROJECT_ROOT
 
 FIRST = """
@@ -47,7 +48,7 @@ def first_embedding(backend: str) -> dict:
 
 
 def query_sets() -> dict[str, list[str]]:
-    return {path.stem: [json.loads(line)["query"] for line in path.read_text().splitlines() if line.strip()]
+    return {path.stem: [q.query for q in load_queries(path)]
             for path in sorted((PROJECT_ROOT / "data" / "queries").glob("*.jsonl"))}
 
 
