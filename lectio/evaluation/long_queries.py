@@ -28,8 +28,11 @@ Traps, and why the set is shaped this way:
 
 * lectio indexes this commentary, so the passage is also a chunk of the index, word for word, and
   that chunk covers the relevant verses: unfiltered, a search would be credited for finding the
-  commentary itself. The ``kind: scripture`` filter in every record rules that out; the stricter
-  measure is an index built without the ``mhcc`` source (docs/query-shapes.md).
+  commentary itself. Every record asks ``kind: scripture``, which keeps the chunk off the page,
+  but a hybrid search narrowed to scripture lets the commentary it finds speak for the verses it
+  is filed under (lectio.retrieval.config.EvidenceSettings), so on an index holding ``mhcc`` the
+  passage would name its own answer. Score lectio's hybrid on an index built without the ``mhcc``
+  source (docs/query-shapes.md); the plain modes and the baselines read no other kind.
 * Scofield's notes are not used: the verses they cite are what the citation prior
   (``fusion.prominence_weight``) counts, so labels drawn from them would reward the prior for agreeing
   with itself. Henry's comments cite almost nothing, and his ranges are one verse's neighbours,

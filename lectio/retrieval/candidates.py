@@ -11,6 +11,7 @@ from typing import Callable
 
 from psycopg import sql
 
+from lectio.bible.refs import Ref, UnknownReference
 from lectio.index import xrefs
 from lectio.retrieval.config import SearchConfig
 
@@ -122,3 +123,59 @@ def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> l
     for chunk_id, score in rows:
         found.setdefault(chunk_id, float(score))
     return list(found.items())
+
+
+def covered_passages(conn, table_name, ranked: list[tuple[str, float]], where, params,
+                     max_verses: int) -> list[tuple[str, float]]:
+    """Each ranked chunk given as the chunk `where` admits whose verses best match its own, at its
+    score and in its order: a commentary on Matthew 11:28-30 speaks for the paragraph of those
+    verses. Best is the most verses shared over all that either holds, then the fewest verses,
+    then the id; a chunk `where` admits is itself. One of no verses, or of more than
+    `max_verses`, drops out; a passage spoken for twice keeps its first place."""
+    table = sql.Identifier(table_name)
+    found_refs = dict(conn.execute(
+        sql.SQL("SELECT chunk_id, refs FROM {} WHERE chunk_id = ANY(%s) AND cardinality(refs) BETWEEN 1 AND %s").format(table),
+        [[chunk_id for chunk_id, _ in ranked], max_verses]).fetchall())
+    if not found_refs:
+        return []
+    spans = [span for refs in found_refs.values() if (span := _span(refs))]
+    if not spans:
+        return []
+    # The passages that may share a verse with a hit: those starting from the chapter before its
+    # first verse to its last. Read by ordinal, whose index row-level security lets the planner
+    # use (an overlap of refs is no leakproof test, so it would read every row the caller may).
+    within = sql.SQL(" OR ").join(sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Literal(lo), sql.Literal(hi))
+                                  for lo, hi in spans)
+    passages = conn.execute(
+        sql.SQL("SELECT chunk_id, refs FROM {table} WHERE ({within}) AND {where}").format(
+            table=table, within=within, where=where), params).fetchall()
+    spoken: dict[str, float] = {}
+    for chunk_id, score in ranked:
+        verses = set(found_refs.get(chunk_id, ()))
+        matching = [(other, set(refs)) for other, refs in passages if verses & set(refs)]
+        if not matching:
+            continue
+        best = max(matching, key=lambda item: (item[0] == chunk_id, _jaccard(verses, item[1]), -len(item[1]),
+                                               _reversed(item[0])))[0]
+        spoken.setdefault(best, score)
+    return list(spoken.items())
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b)
+
+
+def _reversed(chunk_id: str) -> tuple[int, ...]:
+    # max() takes the greatest key; on a tie the smallest id wins.
+    return tuple(-ord(c) for c in chunk_id)
+
+
+def _span(refs: list[str]) -> tuple[int, int] | None:
+    """The ordinals a passage sharing a verse with `refs` starts within; None for refs that name
+    no verse."""
+    try:
+        verses = sorted(Ref.from_id(ref) for ref in refs)
+    except (ValueError, UnknownReference):
+        return None
+    first = verses[0]
+    return first.ordinal - first.verse - 1_000, verses[-1].ordinal

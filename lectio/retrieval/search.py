@@ -220,10 +220,12 @@ def _translation_preference(filters: Scope) -> list[str | None]:
     return [DEFAULT_TRANSLATION, None]
 
 
-def _vector_side(request: _Request, text: str, where, params):
-    """The query's vector and, on the request's `vector_conn` (a connection of its own, None for
-    none), its HNSW candidates, read as the same principals as the rest of the search."""
-    vector = request.embedder.encode([text])[0]
+def _vector_side(request: _Request, text: str, where, params, vector=None):
+    """The query's vector (`vector` where it is already embedded) and, on the request's
+    `vector_conn` (a connection of its own, None for none), its HNSW candidates, read as the same
+    principals as the rest of the search."""
+    if vector is None:
+        vector = request.embedder.encode([text])[0]
     conn = request.vector_conn
     if conn is None:
         return vector, None
@@ -254,9 +256,10 @@ def _ranked(request: _Request, rows: sql.Composable | None = None) -> list[tuple
     return _fused(request, _proposals(request, rows), request.config.lexical.weight)
 
 
-def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Proposals:
-    """Each retriever's candidates; `rows` narrows the rows ranked. The vector side runs on the
-    request's `vector_conn` where there is one, beside the lexical side."""
+def _proposals(request: _Request, rows: sql.Composable | None = None, vector=None) -> _Proposals:
+    """Each retriever's candidates; `rows` narrows the rows ranked; `vector` is the query's
+    embedding where it is already made. The vector side runs on the request's `vector_conn` where
+    there is one, beside the lexical side."""
     conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
     config, layout = request.config, request.layout
     translation = filters.translation or DEFAULT_TRANSLATION
@@ -269,7 +272,7 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
         text = f"{query} {extra}" if config.vector.expand and extra else query
-        side = _EMBEDDING.submit(_vector_side, request, text, where, params)
+        side = _EMBEDDING.submit(_vector_side, request, text, where, params, vector)
     try:
         if config.mode in ("hybrid", "lexical"):
             found = index.proposals(query, extra if config.lexical.expand else "", config)
@@ -287,10 +290,11 @@ def _proposals(request: _Request, rows: sql.Composable | None = None) -> _Propos
     return _Proposals(vector, near, words, titles, where, params, index, others)
 
 
-def _fused(request: _Request, found: _Proposals, lexical_weight: float,
-           others_weight: float = 0.0) -> list[tuple[str, float]]:
+def _fused(request: _Request, found: _Proposals, lexical_weight: float, others_weight: float = 0.0,
+           evidence: list[tuple[str, float]] | None = None) -> list[tuple[str, float]]:
     """The proposals fused, BM25 weighing `lexical_weight` (and the other translations' BM25,
-    where it was read, `others_weight`); in a hybrid, with the cross-reference graph and the
+    where it was read, `others_weight`; the passages other kinds speak for, `evidence`, where
+    given, as EvidenceSettings weighs them); in a hybrid, with the cross-reference graph and the
     citation prior."""
     conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
     # Vector first, as fusion has always taken them: ties keep that order.
@@ -298,6 +302,8 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float,
                                                      (config.titles.weight, found.titles)) if ranked is not None]
     if others_weight and found.others is not None:
         lists.append((others_weight, found.others))
+    if evidence:
+        lists.append((config.evidence.weight, evidence))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
     power = config.fusion.score_power if config.mode == "hybrid" else 0.0
     fused = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
@@ -319,24 +325,57 @@ def _is_topic(request: _Request, ranked) -> bool:
     return bool(best) and best[0].granularity != "pericope"
 
 
-def _ranked_search(request: _Request) -> SearchResponse:
-    conn, table_name, query, k, config = request.conn, request.table_name, request.query, request.k, request.config
-    found = _proposals(request)
-    ranked = _fused(request, found, config.lexical.weight)
+def _ranking(request: _Request, vector=None,
+             evidence: list[tuple[str, float]] | None = None) -> tuple[list[tuple[str, float]], object]:
+    """The fused ranking (with `evidence`, where given), a topic's fused again, and the query's
+    embedding (`vector` where it was already made)."""
+    config = request.config
+    found = _proposals(request, vector=vector)
+    ranked = _fused(request, found, config.lexical.weight, evidence=evidence)
     if _is_topic(request, ranked):
         if config.topics.rows != "all":
             rows = topics.TOPIC_ROWS[config.topics.rows]
-            ranked = _fused(request, _proposals(request, rows), config.topics.lexical_weight)
+            ranked = _fused(request, _proposals(request, rows, found.vector), config.topics.lexical_weight,
+                            evidence=evidence)
         else:
-            ranked = _fused(request, found, config.topics.lexical_weight, config.topics.other_translations_weight)
+            ranked = _fused(request, found, config.topics.lexical_weight, config.topics.other_translations_weight,
+                            evidence)
+    return ranked, found.vector
+
+
+def _evidence(request: _Request) -> tuple[list[tuple[str, float]] | None, object]:
+    """For a search narrowed to scripture, the passages its unfiltered first hits speak for
+    (EvidenceSettings), and the query's embedding; (None, None) for any other. Read as the same
+    caller, so only rows the caller may read speak."""
+    evidence, given = request.config.evidence, request.filters.given
+    if not evidence.weight or given.kind != "scripture" or request.config.mode != "hybrid":
+        return None, None
+    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
+    ranked, vector = _ranking(wider)
+    # The page the caller would have read unfiltered: the stages keep one hit per passage.
+    page = [(hit.chunk_id, hit.score) for hit in _page(wider, ranked, evidence.depth)]
+    where, params = request.filters.where(request.filters.translation or DEFAULT_TRANSLATION)
+    return candidates.covered_passages(request.conn, request.table_name, page, where, params,
+                                       evidence.max_verses), vector
+
+
+def _ranked_search(request: _Request) -> SearchResponse:
+    spoken, vector = _evidence(request)
+    ranked, _ = _ranking(request, vector, spoken)
+    return SearchResponse(request.query, request.config.mode, request.version, _results(_page(request, ranked)))
+
+
+def _page(request: _Request, ranked: list[tuple[str, float]], k: int | None = None) -> list[Hit]:
+    """The first `k` (the request's by default) of the ranking, after the ranking stages."""
+    conn, table_name, config, k = request.conn, request.table_name, request.config, k or request.k
     if config.stages.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     pipeline = stages.build(config)
     # Read as deep as the deepest stage looks: those that drop hits, move them back or choose
     # among them see more than k.
     hits = hits_by_id(conn, table_name, ranked[:stages.pool_depth(pipeline, k)])
-    context = stages.Context(conn, table_name, query, k, request.filters.given.kind)
-    return SearchResponse(query, config.mode, request.version, _results(stages.run(pipeline, hits, context)))
+    context = stages.Context(conn, table_name, request.query, k, request.filters.given.kind)
+    return stages.run(pipeline, hits, context)
 
 
 def _word_study(request: _Request, word: word_study.WordQuery) -> SearchResponse | None:

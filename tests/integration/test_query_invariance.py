@@ -43,10 +43,11 @@ def test_the_kjvs_spelling_of_a_word_is_the_word(main_run, conn):
 
 # Fusion alone. The steps after it weigh a hit by its fused score (the citation prior, the query
 # share) or by the hits around it (collapse, long passages, packing the page), and a rank-fused
-# score depends on how many rows of other kinds ranked above it: with them on, a scripture filter
-# keeps the first hits and may reorder the later ones (for issue 35's query-shape suite to measure).
-FUSION = SearchConfig.from_options(prominence_weight=0.0, query_share_weight=0.0, long_passage_tokens=0,
-                                   collapse_covered=False, per_source=None)
+# score depends on how many rows of other kinds ranked above it; the evidence of the other kinds
+# (EvidenceSettings) adds the passages they speak for. With them on, a scripture filter keeps the
+# first hits and may reorder the later ones (for issue 35's query-shape suite to measure).
+FUSION = SearchConfig.from_options(["evidence.weight=0"], prominence_weight=0.0, query_share_weight=0.0,
+                                   long_passage_tokens=0, collapse_covered=False, per_source=None)
 
 
 @pytest.mark.parametrize("query", TOPICS)

@@ -17,7 +17,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
-from lectio.retrieval import lexical
+from lectio.retrieval import candidates, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
@@ -41,6 +41,8 @@ sources:
 # Alice's note links the shepherd psalm to a verse no word of it shares: only the graph knows.
 # Its last word is hers alone, to show that no shared table reveals it.
 ALICE = {"id": "a1", "ref": "Psalm 23:1", "text": "The same care as in Romans 5:8, shown long before. Quillwort."}
+# A second note of hers, on a verse of John 3 that no word of the note shares.
+ALICE_WIND = {"id": "a2", "ref": "John 3:8", "text": "One word for breath and spirit here. Bellwort."}
 # Public notes that keep returning to two verses, as commentators do with a topic's key texts.
 STUDY = [{"id": f"s{n}", "ref": "John 10:11", "text": f"Note {n}: the shepherd of Psalm 23:1 who gives his life, as John 3:16 says."}
          for n in range(3)]
@@ -49,7 +51,7 @@ STUDY = [{"id": f"s{n}", "ref": "John 10:11", "text": f"Note {n}: the shepherd o
 @pytest.fixture(scope="module")
 def small_index(index_of):
     return index_of(SOURCES, ("web", "mhcc", "notes-alice", "study-notes", "strongs-greek"),
-                    {"alice.jsonl": json.dumps(ALICE) + "\n",
+                    {"alice.jsonl": json.dumps(ALICE) + "\n" + json.dumps(ALICE_WIND) + "\n",
                      "study.jsonl": "".join(json.dumps(note) + "\n" for note in STUDY)})
 
 
@@ -202,6 +204,59 @@ def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
     assert linked <= 20  # raised into a first page, not merely present
     off = find(conn, small_index, query, k=100, principals=("public", "user:alice")).results  # off by default
     assert rank_of(off, "rom_5_8") == rank_of(without, "rom_5_8")
+
+
+# ---------------------------------------------------------------- other kinds speak for scripture
+
+SCRIPTURE = Filters(kind="scripture")
+NO_EVIDENCE = SearchConfig.from_options(["evidence.weight=0"])
+
+
+def test_a_note_the_caller_may_read_speaks_for_its_verse_under_a_scripture_filter(conn, small_index):
+    # Only Alice's note says "bellwort"; no verse does. Asked for scripture, she gets the verse her
+    # note is on first; without the evidence, that verse is not first.
+    alice = ("public", "user:alice")
+    assert find(conn, small_index, "bellwort", principals=alice).results[0].source_id == "notes-alice"
+    spoken = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE).results
+    assert all(r.kind == "scripture" for r in spoken)
+    assert spoken[0].refs == ["john_3_8"]
+    silent = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE, config=NO_EVIDENCE).results
+    assert silent[0].refs != ["john_3_8"]
+
+
+@pytest.mark.parametrize("principals", [("public",), ("public", "user:bob")])
+def test_a_note_speaks_for_no_caller_its_acl_does_not_name(conn, small_index, principals):
+    # The wider search runs as the same caller: for anyone else the note does not exist, so the
+    # verse it is on gains nothing from it, and ranks as it does with no evidence at all.
+    spoken = find(conn, small_index, "bellwort", principals=principals, filters=SCRIPTURE).results
+    assert spoken and spoken[0].refs != ["john_3_8"]
+    unfiltered = find(conn, small_index, "bellwort", principals=principals).results
+    assert "notes-alice" not in {r.source_id for r in unfiltered}
+
+
+def test_a_hit_is_given_as_the_passage_that_best_matches_its_verses(conn, small_index):
+    version, _ = small_index
+    table = versions.get_version(conn, version).table_name
+    rows = conn.execute(sql.SQL("SELECT chunk_id, refs FROM {} WHERE source_id IN ('mhcc', 'study-notes') "
+                                "OR chunk_id = 'ps_23_4_web' ORDER BY chunk_id").format(sql.Identifier(table))).fetchall()
+    scripture = conn.execute(sql.SQL("SELECT chunk_id, refs FROM {} WHERE kind = 'scripture' AND translation = 'WEB'")
+                             .format(sql.Identifier(table))).fetchall()
+    ranked = [(chunk_id, 1.0 / rank) for rank, (chunk_id, _) in enumerate(rows, start=1)]
+    where, params = Scope(("public",), SCRIPTURE).where("WEB")
+    spoken = dict(candidates.covered_passages(conn, table, ranked, where, params, max_verses=20))
+    assert spoken.get("ps_23_4_web") == 1.0 / (1 + [c for c, _ in rows].index("ps_23_4_web"))  # itself
+    for chunk_id, refs in rows:
+        if chunk_id == "ps_23_4_web" or not refs or len(refs) > 20:
+            continue
+
+        def jaccard(other):
+            return len(set(refs) & set(other)) / len(set(refs) | set(other))
+
+        best = max(jaccard(other) for _, other in scripture)
+        assert best > 0
+        given = [c for c, score in spoken.items() if score == dict(ranked)[chunk_id]]
+        assert len(given) <= 1 and (not given or jaccard(dict(scripture)[given[0]]) == best), chunk_id
+    assert all(c in dict(scripture) for c in spoken)
 
 
 def test_word_statistics_reveal_no_private_word(conn, small_index, database):
