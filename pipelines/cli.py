@@ -293,16 +293,25 @@ def _serve_workers(args) -> int:
     import tempfile
 
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
 
     from lectio.serving import app
 
     settings = load_settings()
     app.build_mirror_first(settings)
+    config = uvicorn.Config(app.WORKER_APP, factory=True, workers=args.workers, host=args.host, port=args.port,
+                            timeout_worker_healthcheck=app.WORKER_PING_SECONDS, **app.SERVER_OPTIONS)
     # A folder of this start's own: series a previous start left would be added to this one's.
     with tempfile.TemporaryDirectory(prefix="lectio-metrics-") as shared:
         os.environ.update({app.POOL_ENV: str(args.pool), app.MULTIPROCESS_ENV: shared})
-        uvicorn.run("lectio.serving.app:from_environment", factory=True, workers=args.workers, host=args.host,
-                    port=args.port, timeout_worker_healthcheck=app.WORKER_PING_SECONDS, **app.SERVER_OPTIONS)
+        # uvicorn's supervisor, not uvicorn.run: run() returns as if all went well when the
+        # supervisor stopped because a worker could not start, and a caller must be told.
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
+        print("lectio serve: a worker failed to start (its error is above); the service stopped", file=sys.stderr)
+        return 1
     return 0
 
 

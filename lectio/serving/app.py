@@ -151,6 +151,10 @@ def _build_mirror(settings: Settings) -> None:
         log.warning("lexical mirror not built at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
 
 
+# What each worker of `lectio serve --workers N` imports and calls for its app.
+WORKER_APP = "lectio.serving.app:from_environment"
+
+
 def from_environment() -> FastAPI:
     """The app of one worker of `lectio serve --workers N`: uvicorn imports this in each process
     it starts, so the settings come from the environment the parent checked and set."""

@@ -238,3 +238,17 @@ def test_a_bad_setting_stops_serve_before_any_worker_starts(monkeypatch, capsys)
     assert cli(["serve", "--workers", "2", "--port", str(_free_port())]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("lectio serve: LECTIO_AUTH_SECRET must be at least 32 bytes") and "\n" not in err
+
+
+def test_a_worker_that_cannot_start_stops_serve_with_a_failure(tmp_path):
+    # Every check in the parent passes; each worker then fails to import its app. uvicorn's
+    # supervisor stops, and `lectio serve` must say so and exit non-zero, not 0 as if served.
+    with own_home("lectio-serve-fail-", lambda: _one_fixture_source("web")):
+        script = ("import sys; from lectio.serving import app; app.WORKER_APP = 'lectio.serving.no_such_module:app'; "
+                  "from pipelines.cli import main; sys.exit(main(sys.argv[1:]))")
+        done = subprocess.run([sys.executable, "-c", script, "serve", "--workers", "2", "--port", str(_free_port())],
+                              cwd=PROJECT, env=dict(os.environ),
+                              capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "lectio serve: a worker failed to start (its error is above); the service stopped")
