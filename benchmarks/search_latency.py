@@ -13,7 +13,9 @@ one connection (as `lectio search` runs it) is reported beside it, and hybrid an
 with BM25 in SQL (`lexical.mirror` off) beside those from the lexical mirror, and hybrid without
 the other translations' BM25 that a one-word topic reads (`hybrid_own_translation`; run on
 topics, `--queries data/queries/naves.jsonl`, for its cost). Also p50/p95 of
-vector-only and lexical-only search (the ratio hybrid/vector is the price of fusion).
+vector-only and lexical-only search (the ratio hybrid/vector is the price of fusion), and hybrid
+asked with `kind: scripture` with and without the evidence of the other kinds, which ranks the
+query a second time unfiltered (`scripture_evidence_over_without_p95` is its price).
 
 BM25 three ways on the same version, as the reader with public's view: from the lexical mirror
 (lectio.index.mirror, every matching chunk scored in process and confirmed under row-level
@@ -139,13 +141,19 @@ def main() -> None:
         run(queries[0])  # warm caches
         hybrid, one_connection, hnsw, exact, recalls, candidate_recalls = [], [], [], [], [], []
         vector_only, lexical_only, hybrid_sql, lexical_sql, own_translation = [], [], [], [], []
+        # Asked for scripture, a hybrid ranks the query unfiltered too, for the evidence of the
+        # other kinds (lectio.retrieval.config.EvidenceSettings): with it and without it.
+        scripture, scripture_alone = [], []
+        only_scripture = Filters(kind="scripture")
         candidates = SearchConfig().candidates
         variants = [(hybrid, {}), (one_connection, {"vector_conn": None}),
                     (vector_only, {"config": SearchConfig.from_options(mode="vector")}),
                     (lexical_only, {"config": SearchConfig.from_options(mode="lexical")}),
                     (hybrid_sql, {"config": SearchConfig.from_options(lexical_mirror=False)}),
                     (lexical_sql, {"config": SearchConfig.from_options(mode="lexical", lexical_mirror=False)}),
-                    (own_translation, {"config": SearchConfig.from_options(topic_other_translations_weight=0.0)})]
+                    (own_translation, {"config": SearchConfig.from_options(topic_other_translations_weight=0.0)}),
+                    (scripture, {"filters": only_scripture}),
+                    (scripture_alone, {"filters": only_scripture, "config": SearchConfig.from_options(["evidence.weight=0"])})]
         for position, (query, vector) in enumerate(zip(queries, vectors)):
             # The first search of a query reads its pages from disk for the others: each variant
             # goes first in turn.
@@ -182,6 +190,10 @@ def main() -> None:
         "hybrid_own_translation_ms_p50": ms(own_translation, 50),
         "hybrid_own_translation_ms_p95": ms(own_translation, 95),
         "hybrid_over_own_translation_p95": round(percentile(hybrid, 95) / percentile(own_translation, 95), 2),
+        "hybrid_scripture_ms_p50": ms(scripture, 50), "hybrid_scripture_ms_p95": ms(scripture, 95),
+        "hybrid_scripture_without_evidence_ms_p50": ms(scripture_alone, 50),
+        "hybrid_scripture_without_evidence_ms_p95": ms(scripture_alone, 95),
+        "scripture_evidence_over_without_p95": round(percentile(scripture, 95) / percentile(scripture_alone, 95), 2),
         "hnsw_ms_p50": ms(hnsw, 50), "hnsw_ms_p95": ms(hnsw, 95),
         "exact_ms_p50": ms(exact, 50), "exact_ms_p95": ms(exact, 95),
         "exact_over_hnsw_p50": round(statistics.median(exact) / statistics.median(hnsw), 1),

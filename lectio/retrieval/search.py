@@ -49,6 +49,11 @@ _EMBEDDING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lectio-query-
                                 initializer=_one_model_thread)
 
 
+# A search narrowed to scripture reads the unfiltered ranking its evidence needs here, on the
+# search's second connection, beside the filtered one (one per concurrent search, as above).
+_BESIDE = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lectio-evidence")
+
+
 @dataclass(frozen=True)
 class Result:
     rank: int
@@ -329,8 +334,13 @@ def _ranking(request: _Request, vector=None,
              evidence: list[tuple[str, float]] | None = None) -> tuple[list[tuple[str, float]], object]:
     """The fused ranking (with `evidence`, where given), a topic's fused again, and the query's
     embedding (`vector` where it was already made)."""
-    config = request.config
     found = _proposals(request, vector=vector)
+    return _ranked_from(request, found, evidence), found.vector
+
+
+def _ranked_from(request: _Request, found: _Proposals,
+                 evidence: list[tuple[str, float]] | None) -> list[tuple[str, float]]:
+    config = request.config
     ranked = _fused(request, found, config.lexical.weight, evidence=evidence)
     if _is_topic(request, ranked):
         if config.topics.rows != "all":
@@ -340,16 +350,19 @@ def _ranking(request: _Request, vector=None,
         else:
             ranked = _fused(request, found, config.topics.lexical_weight, config.topics.other_translations_weight,
                             evidence)
-    return ranked, found.vector
+    return ranked
 
 
-def _evidence(request: _Request) -> tuple[list[tuple[str, float]] | None, object]:
-    """For a search narrowed to scripture, the passages its unfiltered first hits speak for
-    (EvidenceSettings), and the query's embedding; (None, None) for any other. Read as the same
-    caller, so only rows the caller may read speak."""
+def _asks_evidence(request: _Request) -> bool:
+    """A hybrid search narrowed to scripture hears the other kinds (EvidenceSettings)."""
+    config = request.config
+    return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.mode == "hybrid"
+
+
+def _evidence(request: _Request) -> tuple[list[tuple[str, float]], object]:
+    """The passages the unfiltered first hits of a search narrowed to scripture speak for, and the
+    query's embedding. Read as the same caller, so only rows the caller may read speak."""
     evidence, given = request.config.evidence, request.filters.given
-    if not evidence.weight or given.kind != "scripture" or request.config.mode != "hybrid":
-        return None, None
     wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
     ranked, vector = _ranking(wider)
     # The page the caller would have read unfiltered: the stages keep one hit per passage.
@@ -359,9 +372,28 @@ def _evidence(request: _Request) -> tuple[list[tuple[str, float]] | None, object
                                        evidence.max_verses), vector
 
 
+def _evidence_on_own_connection(request: _Request) -> list[tuple[str, float]]:
+    """_evidence on `request.conn`, a connection of its own, reading as the same principals."""
+    with request.conn.transaction():
+        security.act_as_reader(request.conn, request.filters.principals)
+        return _evidence(request)[0]
+
+
 def _ranked_search(request: _Request) -> SearchResponse:
-    spoken, vector = _evidence(request)
-    ranked, _ = _ranking(request, vector, spoken)
+    if not _asks_evidence(request):
+        ranked, _ = _ranking(request)
+    elif request.vector_conn is None:
+        spoken, vector = _evidence(request)
+        ranked, _ = _ranking(request, vector, spoken)
+    else:
+        # Two connections: the unfiltered ranking the evidence needs is read on the second while
+        # the first reads the filtered retrievers, so the evidence costs about one ranking's time.
+        beside = _BESIDE.submit(_evidence_on_own_connection, replace(request, conn=request.vector_conn, vector_conn=None))
+        try:
+            found = _proposals(replace(request, vector_conn=None))
+        finally:
+            wait([beside])  # the second connection is the caller's again only once its reads are done
+        ranked = _ranked_from(request, found, beside.result())
     return SearchResponse(request.query, request.config.mode, request.version, _results(_page(request, ranked)))
 
 

@@ -212,26 +212,47 @@ SCRIPTURE = Filters(kind="scripture")
 NO_EVIDENCE = SearchConfig.from_options(["evidence.weight=0"])
 
 
-def test_a_note_the_caller_may_read_speaks_for_its_verse_under_a_scripture_filter(conn, small_index):
+@pytest.fixture(params=["one connection", "two connections"])
+def second(request, database):
+    """None, or a second connection: a service reads a filtered search's evidence on it, beside
+    the filtered ranking."""
+    if request.param == "one connection":
+        yield None
+        return
+    with database.connect() as connection:
+        yield connection
+
+
+def test_a_note_the_caller_may_read_speaks_for_its_verse_under_a_scripture_filter(conn, small_index, second):
     # Only Alice's note says "bellwort"; no verse does. Asked for scripture, she gets the verse her
     # note is on first; without the evidence, that verse is not first.
     alice = ("public", "user:alice")
     assert find(conn, small_index, "bellwort", principals=alice).results[0].source_id == "notes-alice"
-    spoken = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE).results
+    spoken = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE, vector_conn=second).results
     assert all(r.kind == "scripture" for r in spoken)
     assert spoken[0].refs == ["john_3_8"]
-    silent = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE, config=NO_EVIDENCE).results
+    silent = find(conn, small_index, "bellwort", principals=alice, filters=SCRIPTURE, config=NO_EVIDENCE,
+                  vector_conn=second).results
     assert silent[0].refs != ["john_3_8"]
 
 
 @pytest.mark.parametrize("principals", [("public",), ("public", "user:bob")])
-def test_a_note_speaks_for_no_caller_its_acl_does_not_name(conn, small_index, principals):
+def test_a_note_speaks_for_no_caller_its_acl_does_not_name(conn, small_index, second, principals):
     # The wider search runs as the same caller: for anyone else the note does not exist, so the
-    # verse it is on gains nothing from it, and ranks as it does with no evidence at all.
-    spoken = find(conn, small_index, "bellwort", principals=principals, filters=SCRIPTURE).results
+    # verse it is on gains nothing from it.
+    spoken = find(conn, small_index, "bellwort", principals=principals, filters=SCRIPTURE, vector_conn=second).results
     assert spoken and spoken[0].refs != ["john_3_8"]
     unfiltered = find(conn, small_index, "bellwort", principals=principals).results
     assert "notes-alice" not in {r.source_id for r in unfiltered}
+
+
+@pytest.mark.parametrize("query", ["the Lord is my shepherd", "bellwort", "sheep"])
+def test_a_scripture_search_ranks_the_same_on_one_connection_or_two(conn, small_index, database, query):
+    alice = ("public", "user:alice")
+    alone = find(conn, small_index, query, principals=alice, filters=SCRIPTURE).results
+    with database.connect() as second:
+        beside = find(conn, small_index, query, principals=alice, filters=SCRIPTURE, vector_conn=second).results
+    assert alone and [(r.chunk_id, r.score) for r in beside] == [(r.chunk_id, r.score) for r in alone]
 
 
 def test_a_hit_is_given_as_the_passage_that_best_matches_its_verses(conn, small_index):
