@@ -63,7 +63,7 @@ def main() -> int:
 
     settings = load_settings()
     db = ensure_database(settings)
-    _choose_runtime()
+    runtime = _choose_runtime()
     env = {**os.environ, **prepare_dagster_env(settings, db), "PYTHONWARNINGS": "ignore::Warning"}
     workspace = _workspace(home)
     daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], cwd=PROJECT, env=env,
@@ -91,7 +91,7 @@ def main() -> int:
                 cli_process.append(_lectio_run_process(env, args.source))
         print(json.dumps({
             "measure": "ui_ingest_to_searchable / lectio_run" if args.to_searchable else "ui_ingest / lectio_run_source",
-            "source": args.source, "executor": args.executor,
+            "source": args.source, "executor": args.executor, "embedding_runtime": runtime,
             "launched_s": launched, "launched_phases_s": phases, "lectio_run_s": in_lectio_run,
             "ratio_best": round(min(launched) / min(in_lectio_run), 2),
             "ratio_median": round(_median(launched) / _median(in_lectio_run), 2),
@@ -107,15 +107,19 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _choose_runtime() -> None:
+def _choose_runtime() -> str:
     """The home's embedding runtime measured before any clock starts: a home's first run measures
     it (minutes on a busy machine), which neither side should be charged for. With
-    LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION both set, no run measures, nor does this."""
+    LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION both set, no run measures, nor does this.
+    Returns the ingest runtime both sides embed with, as backend/precision, for the report."""
     from lectio.embedding import backends
     from lectio.embedding.model import MODEL_NAME, release_of
 
-    if not (os.environ.get("LECTIO_EMBED_BACKEND") and os.environ.get("LECTIO_EMBED_PRECISION")):
-        backends.measured(MODEL_NAME, release_of(MODEL_NAME))
+    backend, precision = os.environ.get("LECTIO_EMBED_BACKEND"), os.environ.get("LECTIO_EMBED_PRECISION")
+    if backend and precision:
+        return f"{backend}/{precision} (set)"
+    record = backends.measured(MODEL_NAME, release_of(MODEL_NAME))
+    return f"{backend or record['backend']}/{precision or record['precision']} (measured; quiet: {record.get('quiet')})"
 
 
 def _one_source(folder: Path, source_id: str) -> Path:
