@@ -138,12 +138,13 @@ def covered_passages(conn, table_name, ranked: list[tuple[str, float]], where, p
         [[chunk_id for chunk_id, _ in ranked], max_verses]).fetchall())
     if not found_refs:
         return []
-    spans = [span for refs in found_refs.values() if (span := _span(refs))]
+    spans = sorted({span for refs in found_refs.values() for span in _spans(refs)})
     if not spans:
         return []
-    # The passages that may share a verse with a hit: those starting from the chapter before its
-    # first verse to its last. Read by ordinal, whose index row-level security lets the planner
-    # use (an overlap of refs is no leakproof test, so it would read every row the caller may).
+    # The passages that may share a verse with a hit: those starting from the chapter before one
+    # of its runs of verses to the run's end. Read by ordinal, whose index row-level security lets
+    # the planner use (an overlap of refs is no leakproof test, so it would read every row the
+    # caller may).
     within = sql.SQL(" OR ").join(sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Literal(lo), sql.Literal(hi))
                                   for lo, hi in spans)
     passages = conn.execute(
@@ -155,8 +156,8 @@ def covered_passages(conn, table_name, ranked: list[tuple[str, float]], where, p
         matching = [(other, set(refs)) for other, refs in passages if verses & set(refs)]
         if not matching:
             continue
-        best = max(matching, key=lambda item: (item[0] == chunk_id, _jaccard(verses, item[1]), -len(item[1]),
-                                               _reversed(item[0])))[0]
+        best = min(matching, key=lambda item: (item[0] != chunk_id, -_jaccard(verses, item[1]), len(item[1]),
+                                               item[0]))[0]
         spoken.setdefault(best, score)
     return list(spoken.items())
 
@@ -165,17 +166,18 @@ def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b)
 
 
-def _reversed(chunk_id: str) -> tuple[int, ...]:
-    # max() takes the greatest key; on a tie the smallest id wins.
-    return tuple(-ord(c) for c in chunk_id)
-
-
-def _span(refs: list[str]) -> tuple[int, int] | None:
-    """The ordinals a passage sharing a verse with `refs` starts within; None for refs that name
-    no verse."""
+def _spans(refs: list[str]) -> list[tuple[int, int]]:
+    """The ordinals a passage sharing a verse with `refs` starts within, one span per run of
+    verses in neighbouring chapters of a book: a confession's proof texts in Genesis and Romans
+    are two short spans, not the Bible between them. No span for refs that name no verse."""
     try:
         verses = sorted(Ref.from_id(ref) for ref in refs)
     except (ValueError, UnknownReference):
-        return None
-    first = verses[0]
-    return first.ordinal - first.verse - 1_000, verses[-1].ordinal
+        return []
+    runs: list[list[Ref]] = []
+    for verse in verses:
+        if runs and runs[-1][-1].book == verse.book and verse.chapter - runs[-1][-1].chapter <= 1:
+            runs[-1].append(verse)
+        else:
+            runs.append([verse])
+    return [(run[0].ordinal - run[0].verse - 1_000, run[-1].ordinal) for run in runs]
