@@ -4,8 +4,9 @@ A reference is looked up directly; a question about a Greek or Hebrew word gets 
 entry and the verses that use it; anything else is ranked by several retrievers fused by
 reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
 pericope titles, and the corpus's own cross-reference graph; a one-word topic is fused again with
-its words weighing more, in every translation (lectio.retrieval.topics), and the fused hits pass
-the ranking stages (lectio.retrieval.stages). A search is one SearchRequest. Every read runs as
+its words weighing more, in every translation (lectio.retrieval.topics), a search narrowed to
+scripture also hears the commentary and notes the caller may read (EvidenceSettings), and the
+fused hits pass the ranking stages (lectio.retrieval.stages). A search is one SearchRequest. Every read runs as
 the application role under row-level security with the caller's principals."""
 
 from __future__ import annotations
@@ -340,6 +341,7 @@ def _ranking(request: _Request, vector=None,
 
 def _ranked_from(request: _Request, found: _Proposals,
                  evidence: list[tuple[str, float]] | None) -> list[tuple[str, float]]:
+    """The proposals `found` fused (with `evidence`, where given), a topic's fused again."""
     config = request.config
     ranked = _fused(request, found, config.lexical.weight, evidence=evidence)
     if _is_topic(request, ranked):
