@@ -120,11 +120,11 @@ class EvidenceSettings:
     covered_passages; a hit on more than `max_verses` verses is about too much to speak for any),
     are fused with the filtered ranking, weighing `weight`. 0 turns it off."""
 
-    # Asked with `kind: scripture`, theology's dev recall@20 was .031 below the same queries
-    # unfiltered: the unfiltered page covered relevant verses through commentary on them, which a
-    # filtered page cannot show. Weight 1 (the filtered ranking's own) and the first 20 hits (a
-    # page of the sets' depth) were taken as they stand, not tuned; docs/results.md has the dev
-    # figures.
+    # Asked with `kind: scripture`, theology's dev recall@20 was .022 below the same queries
+    # unfiltered (.009 with the evidence): the unfiltered page covered relevant verses through
+    # commentary on them, which a filtered page cannot show. Weight 1 (what the vector and BM25
+    # lists weigh) and the first 20 hits (a page of the sets' depth) were taken as they stand, not
+    # tuned; docs/results.md has the dev figures.
     weight: float = 1.0
     depth: int = 20
     max_verses: int = 20

@@ -240,7 +240,7 @@ def test_a_bad_setting_stops_serve_before_any_worker_starts(monkeypatch, capsys)
     assert err.startswith("lectio serve: LECTIO_AUTH_SECRET must be at least 32 bytes") and "\n" not in err
 
 
-def test_a_worker_that_cannot_start_stops_serve_with_a_failure(tmp_path):
+def test_a_worker_that_cannot_start_stops_serve_with_a_failure():
     # Every check in the parent passes; each worker then fails to import its app. uvicorn's
     # supervisor stops, and `lectio serve` must say so and exit non-zero, not 0 as if served.
     with own_home("lectio-serve-fail-", lambda: _one_fixture_source("web")):
