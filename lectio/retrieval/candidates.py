@@ -125,48 +125,50 @@ def twins(conn, table_name, ranked: list[tuple[str, float]], where, params) -> l
     return list(found.items())
 
 
-def covered_passages(conn, table_name, ranked: list[tuple[str, float]], where, params,
+def covered_passages(conn, table_name, page: list[tuple[str, list[str], float]], where, params,
                      max_verses: int) -> list[tuple[str, float]]:
-    """Each ranked chunk given as the chunk `where` admits whose verses best match its own, at its
-    score and in its order: a commentary on Matthew 11:28-30 speaks for the paragraph of those
-    verses. Best is the most verses shared over all that either holds, then the fewest verses,
-    then the id; a chunk `where` admits is itself. One of no verses, or of more than
-    `max_verses`, drops out; a passage spoken for twice keeps its first place."""
-    table = sql.Identifier(table_name)
-    found_refs = dict(conn.execute(
-        sql.SQL("SELECT chunk_id, refs FROM {} WHERE chunk_id = ANY(%s) AND cardinality(refs) BETWEEN 1 AND %s").format(table),
-        [[chunk_id for chunk_id, _ in ranked], max_verses]).fetchall())
-    if not found_refs:
-        return []
-    spans = sorted({span for refs in found_refs.values() for span in _spans(refs)})
+    """Each hit of `page` (chunk_id, refs, score, as read for the caller) given as the chunk
+    `where` admits whose verses best match its own, at its score and in its order: a commentary on
+    Matthew 11:28-30 speaks for the paragraph of those verses. Best is the most verses shared over
+    all that either holds, then the fewest verses, then the id; a chunk `where` admits is itself.
+    One of no verses, or of more than `max_verses`, drops out; a passage spoken for twice keeps
+    its first place."""
+    page = [(chunk_id, set(refs), score) for chunk_id, refs, score in page if 1 <= len(refs or ()) <= max_verses]
+    spans = sorted({span for _, verses, _ in page for span in _spans(verses)})
     if not spans:
         return []
     # The passages that may share a verse with a hit: those starting from the chapter before one
     # of its runs of verses to the run's end. Read by ordinal, whose index row-level security lets
     # the planner use (an overlap of refs is no leakproof test, so it would read every row the
     # caller may).
-    within = sql.SQL(" OR ").join(sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Literal(lo), sql.Literal(hi))
-                                  for lo, hi in spans)
-    passages = conn.execute(
+    within, span_params = ordinal_spans(spans)
+    passages = [(chunk_id, set(refs)) for chunk_id, refs in conn.execute(
         sql.SQL("SELECT chunk_id, refs FROM {table} WHERE ({within}) AND {where}").format(
-            table=table, within=within, where=where), params).fetchall()
+            table=sql.Identifier(table_name), within=within, where=where), {**params, **span_params}).fetchall()]
     spoken: dict[str, float] = {}
-    for chunk_id, score in ranked:
-        verses = set(found_refs.get(chunk_id, ()))
-        matching = [(other, set(refs)) for other, refs in passages if verses & set(refs)]
-        if not matching:
-            continue
-        best = min(matching, key=lambda item: (item[0] != chunk_id, -_jaccard(verses, item[1]), len(item[1]),
-                                               item[0]))[0]
-        spoken.setdefault(best, score)
+    for chunk_id, verses, score in page:
+        matching = [(other, refs) for other, refs in passages if verses & refs]
+        if matching:
+            best = min(matching, key=lambda item: (item[0] != chunk_id, -_jaccard(verses, item[1]), len(item[1]),
+                                                   item[0]))[0]
+            spoken.setdefault(best, score)
     return list(spoken.items())
+
+
+def ordinal_spans(spans: list[tuple[int, int]]) -> tuple[sql.Composable, dict]:
+    """A condition that a row's ordinal falls in one of `spans` (first, last), and its parameters."""
+    condition = sql.SQL(" OR ").join(
+        sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Placeholder(f"s{i}"), sql.Placeholder(f"e{i}"))
+        for i in range(len(spans)))
+    params = {key: value for i, (first, last) in enumerate(spans) for key, value in ((f"s{i}", first), (f"e{i}", last))}
+    return condition, params
 
 
 def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b)
 
 
-def _spans(refs: list[str]) -> list[tuple[int, int]]:
+def _spans(refs) -> list[tuple[int, int]]:
     """The ordinals a passage sharing a verse with `refs` starts within, one span per run of
     verses in neighbouring chapters of a book: a confession's proof texts in Genesis and Romans
     are two short spans, not the Bible between them. No span for refs that name no verse."""

@@ -201,11 +201,7 @@ def _results(hits: list[Hit]) -> list[Result]:
 def _lookup(request: _Request, ranges: list[RefRange]) -> SearchResponse:
     """Verses of the referenced ranges in canonical order (the preferred translation first)."""
     conn, query, filters, version = request.conn, request.query, request.filters, request.version
-    span = sql.SQL(" OR ").join(
-        sql.SQL("ordinal BETWEEN {} AND {}").format(sql.Placeholder(f"s{i}"), sql.Placeholder(f"e{i}"))
-        for i in range(len(ranges)))
-    span_params = {key: value for i, r in enumerate(ranges)
-                   for key, value in ((f"s{i}", r.start_ordinal), (f"e{i}", r.end_ordinal))}
+    span, span_params = candidates.ordinal_spans([(r.start_ordinal, r.end_ordinal) for r in ranges])
     for translation in _translation_preference(filters):
         where, params = filters.where(translation)
         rows = conn.execute(
@@ -368,7 +364,7 @@ def _evidence(request: _Request) -> tuple[list[tuple[str, float]], object]:
     wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
     ranked, vector = _ranking(wider)
     # The page the caller would have read unfiltered: the stages keep one hit per passage.
-    page = [(hit.chunk_id, hit.score) for hit in _page(wider, ranked, evidence.depth)]
+    page = [(hit.chunk_id, hit.refs, hit.score) for hit in _page(wider, ranked, evidence.depth)]
     where, params = request.filters.where(request.filters.translation or DEFAULT_TRANSLATION)
     return candidates.covered_passages(request.conn, request.table_name, page, where, params,
                                        evidence.max_verses), vector

@@ -264,7 +264,8 @@ def test_a_hit_is_given_as_the_passage_that_best_matches_its_verses(conn, small_
                              .format(sql.Identifier(table))).fetchall()
     ranked = [(chunk_id, 1.0 / rank) for rank, (chunk_id, _) in enumerate(rows, start=1)]
     where, params = Scope(("public",), SCRIPTURE).where("WEB")
-    spoken = dict(candidates.covered_passages(conn, table, ranked, where, params, max_verses=20))
+    page = [(chunk_id, refs, 1.0 / rank) for rank, (chunk_id, refs) in enumerate(rows, start=1)]
+    spoken = dict(candidates.covered_passages(conn, table, page, where, params, max_verses=20))
     assert spoken.get("ps_23_4_web") == 1.0 / (1 + [c for c, _ in rows].index("ps_23_4_web"))  # itself
     for chunk_id, refs in rows:
         if chunk_id == "ps_23_4_web" or not refs or len(refs) > 20:
