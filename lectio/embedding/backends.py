@@ -270,7 +270,7 @@ def _latency(embed_one, queries: list[str]) -> dict:
         started = time.perf_counter()
         embed_one(query)
         times.append((time.perf_counter() - started) * 1000)
-    return {"p50": round(float(np.percentile(times, 50)), 2), "p95": round(float(np.percentile(times, 95)), 2)}
+    return _p50_p95(times)
 
 
 def query_threads_measured(path: Path, name: str, queries: list[str], rounds: int = THREAD_ROUNDS) -> dict:
@@ -325,8 +325,11 @@ def _busy_core(model, queries: list[str]):
 
 
 def _percentiles(times: dict[str, list[float]]) -> dict:
-    return {n: {"p50": round(float(np.percentile(t, 50)), 2), "p95": round(float(np.percentile(t, 95)), 2)}
-            for n, t in times.items()}
+    return {n: _p50_p95(t) for n, t in times.items()}
+
+
+def _p50_p95(milliseconds: list[float]) -> dict:
+    return {"p50": round(float(np.percentile(milliseconds, 50)), 2), "p95": round(float(np.percentile(milliseconds, 95)), 2)}
 
 
 def threads_choice(alone: dict[str, list[float]], beside: dict[str, list[float]], rounds: int = 1) -> str:
