@@ -4,10 +4,11 @@ A reference is looked up directly; a question about a Greek or Hebrew word gets 
 entry and the verses that use it; anything else is ranked by several retrievers fused by
 reciprocal rank fusion: HNSW vectors, BM25 with expansion by the translations' renderings,
 pericope titles, and the corpus's own cross-reference graph; a one-word topic is fused again with
-its words weighing more, in every translation (lectio.retrieval.topics), a search narrowed to
-scripture also hears the commentary and notes the caller may read (EvidenceSettings), and the
-fused hits pass the ranking stages (lectio.retrieval.stages). A search is one SearchRequest. Every read runs as
-the application role under row-level security with the caller's principals."""
+its words weighing more, in every translation (lectio.retrieval.topics), a paragraph keeps whole
+passages (ParagraphSettings), a search narrowed to scripture also hears the commentary and notes
+the caller may read (EvidenceSettings), and the fused hits pass the ranking stages
+(lectio.retrieval.stages). A search is one SearchRequest. Every read runs as the application role
+under row-level security with the caller's principals."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from psycopg import sql
 
 from lectio.index import mirror
 from lectio.index import revocation, security, versions
-from lectio.retrieval import candidates, lexical, query_text, rerank, stages, topics, word_study
+from lectio.retrieval import candidates, lexical, query_text, rerank, shape, stages, topics, word_study
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.hits import SELECT_COLUMNS, Hit, hits_by_id
@@ -160,7 +161,10 @@ def _route(request: _Request, meant: query_text.QueryText, ranges: list[RefRange
         response = _word_study(replace(request, query=meant.subject), word)
         if response is not None:
             return response
-    return _ranked_search(replace(request, query=meant.text))
+    config = request.config
+    if shape.is_paragraph(meant.text, config.paragraphs.words):
+        config = config.for_paragraphs()
+    return _ranked_search(replace(request, query=meant.text, config=config))
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:

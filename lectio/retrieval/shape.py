@@ -4,7 +4,8 @@ A short topic ("hospitality", "Adder", "speaking in tongues") is answered best b
 paragraphs and pericopes spend a reader's token budget on a few passages, where a topic's verses
 are scattered over the whole Bible. A named story ("the prodigal son") is a passage, and its
 pericope is the answer; the ranking tells the two apart. Anything longer (a question, a
-paraphrase of a verse, a theme in a sentence) keeps every granularity.
+paraphrase of a verse, a theme in a sentence) keeps every granularity. A paragraph (a doctrinal
+statement, a commentary passage) comments on a passage and asks for it whole.
 """
 
 from __future__ import annotations
@@ -34,3 +35,9 @@ def query_shape(query: str, topic_words: int) -> str:
     if 0 < len(words) <= topic_words and not asks:
         return TOPIC
     return SENTENCE
+
+
+def is_paragraph(query: str, words: int) -> bool:
+    """At least `words` words (0 for never): as long as a paragraph. A quotation of a long verse
+    is as long, and is found as well either way: its verse matches it word for word."""
+    return 0 < words <= len(query_words(query))

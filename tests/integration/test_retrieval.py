@@ -22,7 +22,7 @@ from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
 from lectio.retrieval.word_study import detect
-from lectio.retrieval.shape import SENTENCE, TOPIC, query_shape
+from lectio.retrieval.shape import SENTENCE, TOPIC, is_paragraph, query_shape
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -92,6 +92,25 @@ def test_query_shapes():
     assert query_shape("peace?", 2) == SENTENCE
     assert query_shape("peace with God through faith", 2) == SENTENCE
     assert query_shape("shepherd", 0) == SENTENCE  # routing off
+    assert is_paragraph(SHEPHERD_PARAGRAPH, 30) and not is_paragraph("peace with God through faith", 30)
+    assert not is_paragraph(SHEPHERD_PARAGRAPH, 0)  # routing off
+
+
+# A comment of the kind a study tool sends with "which scripture supports this?" (36 words).
+SHEPHERD_PARAGRAPH = ("The shepherd enters by the door and calls his own sheep by name, and they follow him, for "
+                      "they know his voice. A stranger they will not follow, and the hireling flees when he sees "
+                      "the wolf coming.")
+
+
+def test_a_paragraph_is_answered_by_its_whole_passage(conn, small_index):
+    # Passages past 200 word pieces follow the shorter hits of a sentence's page; a paragraph
+    # comments on a passage and keeps it where it ranks.
+    short_page = SearchConfig.from_options(long_passage_tokens=200)
+    whole = find(conn, small_index, SHEPHERD_PARAGRAPH, k=5, config=short_page).results
+    assert whole[0].granularity == "pericope" and whole[0].refs[0] == "john_10_1"
+    as_sentence = find(conn, small_index, SHEPHERD_PARAGRAPH, k=5,
+                       config=short_page.but(["paragraphs.words=0"])).results
+    assert as_sentence[0].granularity != "pericope"
 
 
 def test_a_short_topic_is_answered_with_verses(conn, small_index):

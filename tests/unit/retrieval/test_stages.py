@@ -48,3 +48,12 @@ def test_a_stage_reads_the_hits_by_name_and_keeps_them_typed():
     # A caller asking for one kind sees its sources as ranked.
     assert spread.apply(hits, stages.Context(None, "t", "q", 2, kind="notes")) == hits
     assert stages.run((spread, stages.Truncate()), hits, context) == [hits[0], hits[2]]
+
+
+def test_a_paragraph_keeps_whole_passages_and_weighs_the_prior_less():
+    paragraph = SearchConfig().for_paragraphs()
+    assert "LongPassageParts" not in names(paragraph) and "PackPage" not in names(paragraph)
+    assert paragraph.fusion.prominence_weight == SearchConfig().paragraphs.prominence_weight
+    # Its own knobs, as any setting: `--set paragraphs.long_passage_tokens=1000` keeps the stages.
+    kept = SearchConfig.from_options(["paragraphs.long_passage_tokens=1000"]).for_paragraphs()
+    assert names(kept) == names(SearchConfig())
