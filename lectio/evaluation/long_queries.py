@@ -66,7 +66,7 @@ from lectio.sources import Source
 MODULE = "mhcc"
 MIN_WORDS, MAX_WORDS = 30, 60
 BAND = (1, 20)
-LIMIT = 200
+LIMIT = 1000
 SEED = 20261205
 FILTERS = {"kind": "scripture"}
 # Henry's references take many forms ("ver. 18", "Is 11:15", "Is. 66:19,20", a stray "30." the
