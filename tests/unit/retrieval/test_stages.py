@@ -50,7 +50,7 @@ def test_a_stage_reads_the_hits_by_name_and_keeps_them_typed():
     assert stages.run((spread, stages.Truncate()), hits, context) == [hits[0], hits[2]]
 
 
-def test_a_paragraph_keeps_whole_passages_and_weighs_the_prior_less():
+def test_a_paragraph_keeps_whole_passages_under_its_own_prior_weight():
     paragraph = SearchConfig().for_paragraphs()
     assert "LongPassageParts" not in names(paragraph) and "PackPage" not in names(paragraph)
     assert paragraph.fusion.prominence_weight == SearchConfig().paragraphs.prominence_weight
