@@ -30,7 +30,8 @@ process may use, for ingestion's batches. The query session runs one thread unle
 measured every core faster for one query, beside a busy core too (lectio.embedding.backends): a
 choice of the machine, not of the code. Its threads spin only where that measured faster too,
 and then only within a run (`session.force_spinning_stop`), so the database's work after it has
-the cores. Neither changes a vector (the same bits for all 775 queries of data/queries).
+the cores. Neither changes a vector (the same bits for all 775 queries data/queries held when
+that was measured).
 
 int8 (LECTIO_EMBED_PRECISION=int8): ONNX Runtime's dynamic quantizer, per-channel, over the
 fp32 export; its kernels use the VNNI instructions where the CPU has them.
