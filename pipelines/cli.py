@@ -104,7 +104,8 @@ def _search_options(search: argparse.ArgumentParser) -> None:
     search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
                         help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
     search.add_argument("--prominence", type=float, metavar="WEIGHT",
-                        help="weight of how often the corpus cites a passage (default 0.2; 0 turns it off)")
+                        help="weight of how often the corpus cites a passage (default 0.2; 0 turns it off; a query of "
+                             "30 words or more is a paragraph, without the prior)")
     search.add_argument("--mmr", type=float, metavar="LAMBDA",
                         help="diversify the results by maximal marginal relevance (1 = relevance only)")
     search.add_argument("--server", metavar="URL", help="ask a running `lectio serve` (e.g. http://127.0.0.1:8000) "
