@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -138,21 +139,21 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_liv
     """Every source through ingest, then the index, as the one writer of the database (`locked`:
     the caller already holds the writer lock; `command` is tagged on its runs). Raises Interrupted
     on SIGINT or SIGTERM, and locks.WriterBusy when another writer holds the database."""
-    with _stop_on_signals():
+    with _stop_on_signals() as stopped:
         if locked:
-            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command})
+            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command}, stopped)
         with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this run"):
-            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command})
+            return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command}, stopped)
 
 
 def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool,
-              tags: dict[str, str]) -> MainRunReport:
+              tags: dict[str, str], stopped: Callable[[], bool]) -> MainRunReport:
     started = time.monotonic()
     db = ensure_database(settings)
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
     instance = DagsterInstance.get()
-    outcomes = _ingest_sources(defs, instance, settings, echo, tags)
+    outcomes = _ingest_sources(defs, instance, settings, echo, tags, stopped)
     failed = [o.source_id for o in outcomes if not o.ok]
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
     echo("index: size distribution, embeddings lookup, pgvector table …")
@@ -182,8 +183,9 @@ def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict
 
 
 def _ingest_sources(defs, instance: DagsterInstance, settings: Settings, echo: Callable[[str], None],
-                    tags: dict[str, str]) -> list[SourceOutcome]:
-    """Each source through the ingest job in its own run, or reused where its inputs are unchanged."""
+                    tags: dict[str, str], stopped: Callable[[], bool]) -> list[SourceOutcome]:
+    """Each source through the ingest job in its own run, or reused where its inputs are unchanged;
+    Interrupted once a run ends after SIGINT or SIGTERM (`stopped`), even where the run finished."""
     ids = source_ids(settings.sources_file)
     prints = _input_fingerprints(settings, echo)
     # Observed before the runs, so each run's materializations record the inputs they were made from.
@@ -202,7 +204,7 @@ def _ingest_sources(defs, instance: DagsterInstance, settings: Settings, echo: C
             continue
         echo(f"[{position}/{len(ids)}] {source_id}: reading, parsing, chunking, embedding …")
         result = _execute(defs, INGEST_JOB, instance, tags, run_config=_run_config(), partition_key=source_id)
-        if _interrupted(result):
+        if _interrupted(result) or stopped():
             raise Interrupted(f"stopped while reading {source_id}")
         # A bad entry ends the run successfully, having read nothing (assets.source_assets).
         entry = entry_failure(result.all_events)
@@ -243,12 +245,14 @@ def _unchanged(instance: DagsterInstance, source_id: str, inputs: str | None) ->
 
 
 @contextmanager
-def _stop_on_signals() -> Iterator[None]:
+def _stop_on_signals() -> Iterator[Callable[[], bool]]:
     """Make SIGINT and SIGTERM stop the whole job. While a run executes, Dagster takes both
     signals and ends that run as interrupted (see _interrupted); without this, the loop went on
-    to the next source. Between runs, this handler raises at once."""
+    to the next source. Between runs, this handler raises at once. Yields whether either signal
+    has arrived since, whichever handler took it: Dagster's raises inside the step, where a
+    library's bare `except:` (an import's fallback) can swallow it and the run then succeeds."""
     if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread
+        yield lambda: False  # signal handlers belong to the main thread
         return
 
     def stop(signum, _frame):
@@ -258,10 +262,37 @@ def _stop_on_signals() -> Iterator[None]:
     for signum in previous:
         signal.signal(signum, stop)
     try:
-        yield
+        with _signals_seen() as seen:
+            yield lambda: bool(seen() & {signal.SIGINT, signal.SIGTERM})
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def _signals_seen() -> Iterator[Callable[[], set[int]]]:
+    """The signals that have arrived since, by Python's wakeup fd: the interpreter writes each
+    signal's number there before any Python handler runs, so one a handler swallowed is counted."""
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    seen: set[int] = set()
+
+    def arrived() -> set[int]:
+        try:
+            while data := reader.recv(64):
+                seen.update(data)
+        except BlockingIOError:
+            pass
+        return seen
+
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        yield arrived
+    finally:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
 
 
 def _interrupted(result) -> bool:
