@@ -249,8 +249,8 @@ def _stop_on_signals() -> Iterator[Callable[[], bool]]:
     """Make SIGINT and SIGTERM stop the whole job. While a run executes, Dagster takes both
     signals and ends that run as interrupted (see _interrupted); without this, the loop went on
     to the next source. Between runs, this handler raises at once. Yields whether either signal
-    has arrived since, whichever handler took it: Dagster's raises inside the step, where a
-    library's bare `except:` (an import's fallback) can swallow it and the run then succeeds."""
+    has arrived since, whichever handler took it: Dagster's raises inside the step's code, where
+    any bare `except:` can swallow it and the run then succeeds."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False  # signal handlers belong to the main thread
         return

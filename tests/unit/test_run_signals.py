@@ -1,6 +1,6 @@
 """`lectio run` stops on SIGINT or SIGTERM even where the handler that took the signal lost it:
-during a run Dagster's handler raises inside the step, and a library's bare `except:` around an
-import can swallow that, leaving the run to succeed and the job to go on."""
+during a run Dagster's handler raises inside the step's code, where any bare `except:` can
+swallow it, leaving the run to succeed and the job to go on."""
 
 import os
 import signal
