@@ -20,6 +20,9 @@ from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin  # noqa: F401
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG  # noqa: F401
 from dagster._core.workspace.load import location_origins_from_yaml_paths  # noqa: F401
+# The compute log manager Dagster uses by default, which lectio's extends (pipelines.compute_logs):
+# marked public, but exported only from its private module.
+from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager  # noqa: F401
 
 # For the tests: what the UI, the daemon and `dagster dev` do, with no public API for it.
 # A staleness or check status as the UI resolves it (only the UI's GraphQL layer has it public).

@@ -1,12 +1,14 @@
 """The main job end to end on the fixture corpus: real readers, real model, real PostgreSQL."""
 
 import json
+from pathlib import Path
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from lectio.index import versions
 from pipelines.cli import main as cli
+from pipelines.compute_logs import TerminalComputeLogManager
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchRequest, search
 from pipelines.definitions import build_definitions
@@ -132,6 +134,13 @@ def test_size_distribution_is_reported_per_kind(main_run, settings):
     assert len(histogram) < 1000 and "|scripture / verse|" in histogram
     granularities = {record.data["granularity"] for record in metadata["distribution"].records}
     assert {"verse", "pericope", "section"} <= granularities
+
+
+def test_step_output_is_kept_by_the_manager_that_leaves_ctrl_c_to_lectio_run(main_run, settings):
+    manager = DagsterInstance.get().compute_log_manager
+    assert isinstance(manager, TerminalComputeLogManager)
+    kept = Path(manager.get_captured_local_path(["run", "step"], "out"))
+    assert kept.is_relative_to(settings.dagster_home / "storage")  # where the UI has read them
 
 
 def test_materialize_the_asset_graph_for_one_source(settings, tmp_path):
