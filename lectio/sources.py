@@ -3,10 +3,15 @@
 Parsing is per source on purpose. A file is only refused as a whole when it is not a YAML list
 of sources at all; a single bad entry (no `acl`, unknown format, …) fails when that source is
 read, with a `SourceError` naming it, while every other source still indexes.
+
+The file is the ACL authority, so it is read strictly: a key written twice (`acl: [user:alice]`
+then `acl: [public]`) fails its entry, or the file when it is a top-level key, rather than letting
+the last one win; YAML anchors and aliases are refused before anything is built from them.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -34,6 +39,10 @@ METADATA_KEYS = ("title", "author", "translation", "tradition", "tier", "effecti
 # Prose a person reads, where a tab or a line break is still text. Every other string of an
 # entry (id, path, module, acl, rules, …) is a name or key: any control character is refused.
 FREE_TEXT_KEYS = (*METADATA_KEYS, "select")
+# Keys that hold one value: a list or mapping there is a mistake (or a nested alias expansion) that
+# would otherwise be stored and shown as a title, an author, …
+SCALAR_KEYS = (*METADATA_KEYS, "select", "chunking", "module")
+SCALARS = (str, int, float, datetime.date)  # what YAML makes of text, numbers, booleans and dates
 
 
 # `public`, or `kind:name` (user:alice, group:staff). No commas, spaces or '|': a principal is
@@ -98,19 +107,75 @@ class Source:
 
 
 def read_entries(sources_file: Path) -> list[dict[str, Any]]:
-    """The raw entries of a sources file, each with an `id` (positional when it has none)."""
+    """The raw entries of a sources file, each with an `id` (positional when it has none). An
+    entry that cannot be built (a key written twice, a date that is none) comes back as its id,
+    its ACL where readable, and `_problem`, for parse_entry to fail it alone."""
     text = _read_text(sources_file)
     try:
-        data = yaml.safe_load(text)
+        loader = _SourcesLoader(text)  # a raw control character is refused here already
+        try:
+            nodes = _entry_nodes(sources_file, loader)
+            entries = [_constructed(loader, node, text) for node in nodes]
+        finally:
+            loader.dispose()
+    except _Refused as exc:
+        raise SourceError("*", f"sources file {sources_file}: {exc}") from None
     except yaml.YAMLError as exc:
         raise SourceError("*", f"sources file {sources_file} is not valid YAML: {_yaml_problem(exc, text)}") from None
-    entries = data.get("sources") if isinstance(data, dict) else data
-    if entries is None or entries == []:
-        # Said here: otherwise the run goes on to report "every source failed", which misleads.
-        raise SourceError("*", f"sources file {sources_file} lists no sources")
-    if not isinstance(entries, list):
-        raise SourceError("*", f"sources file {sources_file} must hold a list under 'sources'")
     return [_named(entry, position) for position, entry in enumerate(entries, start=1)]
+
+
+class _Refused(yaml.YAMLError):
+    """Valid YAML that a sources file does not take; the message names the line."""
+
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+NULL_TAG = "tag:yaml.org,2002:null"
+
+
+class _SourcesLoader(yaml.SafeLoader):
+    """SafeLoader, strict where the sources file decides who may see what.
+
+    Anchors and aliases are refused as the composer meets them, before a node is built from
+    them: nine levels of aliased lists fit in 600 bytes and expand to a billion items. A mapping
+    with a key written twice is refused as it is built, where YAML would keep the last value."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        alias = isinstance(event, yaml.AliasEvent)
+        if alias or event.anchor is not None:
+            what = f"alias *{event.anchor}" if alias else f"anchor &{event.anchor}"
+            raise _Refused(f"line {event.start_mark.line + 1} holds the YAML {what}; a sources file takes no "
+                           "anchors or aliases, write each value out")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        self.check_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+    def check_keys(self, node: yaml.MappingNode) -> None:
+        """A refusal naming the place of the first key written twice, or of a `<<` merge
+        (which lets one key hide another the same way)."""
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:
+                raise _Refused(f"a '<<' merge key at {_place(key_node)}, which a sources file does not take")
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:
+                continue  # unhashable: BaseConstructor refuses it, naming the place
+            if first is not key_node:
+                raise _Refused(f"duplicate key {key!r} at {_place(key_node)} (first at {_place(first)}); "
+                               "which value is meant cannot be known")
+
+    def construct_entry(self, node: yaml.Node) -> Any:
+        """One node built in full; the cache is dropped after, so one entry's failure leaves no
+        half-built state behind for the next."""
+        try:
+            return self.construct_object(node, deep=True)
+        finally:
+            self.constructed_objects, self.recursive_objects = {}, {}
 
 
 def _read_text(sources_file: Path) -> str:
@@ -128,6 +193,67 @@ def _read_text(sources_file: Path) -> str:
     except UnicodeDecodeError as exc:
         raise SourceError("*", f"sources file {sources_file} is not valid YAML: not UTF-8 ({exc.reason} "
                                f"at byte {exc.start + 1})") from None
+
+
+def _place(node: yaml.Node) -> str:
+    return f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
+
+
+def _entry_nodes(sources_file: Path, loader: _SourcesLoader) -> list[yaml.Node]:
+    """The nodes of the file's entries, none of them built yet: the list under `sources`, or the
+    document itself when it is a list."""
+    root = loader.get_single_node()
+    entries = _sources_node(loader, root) if isinstance(root, yaml.MappingNode) else root
+    if entries is None or entries.tag == NULL_TAG or (isinstance(entries, yaml.SequenceNode) and not entries.value):
+        # Said here: otherwise the run goes on to report "every source failed", which misleads.
+        raise SourceError("*", f"sources file {sources_file} lists no sources")
+    if not isinstance(entries, yaml.SequenceNode):
+        raise SourceError("*", f"sources file {sources_file} must hold a list under 'sources'")
+    return entries.value
+
+
+def _sources_node(loader: _SourcesLoader, root: yaml.MappingNode) -> yaml.Node | None:
+    """The value under the top-level `sources` key. A key written twice at the top level, or in
+    another top-level value, refuses the whole file: it belongs to no one entry."""
+    found = None
+    for key_node, value_node in root.value:
+        try:
+            if loader.construct_entry(key_node) == "sources":
+                found = value_node
+            else:
+                loader.construct_entry(value_node)
+        except ValueError as exc:  # a date that is none (2024-13-01)
+            raise _Refused(f"the value at {_place(value_node)} cannot be read: {exc}") from None
+    loader.check_keys(root)
+    return found
+
+
+def _constructed(loader: _SourcesLoader, node: yaml.Node, text: str) -> Any:
+    """The entry as built; where it cannot be, what of it can be read, and `_problem`."""
+    try:
+        return loader.construct_entry(node)
+    except yaml.YAMLError as exc:
+        problem = _yaml_problem(exc, text)
+    except ValueError as exc:  # a date that is none: the constructor says what, not where
+        problem = f"the entry at {_place(node)} cannot be read: {exc}"
+    return {**_readable(loader, node), "_problem": problem}
+
+
+def _readable(loader: _SourcesLoader, node: yaml.Node) -> dict[str, Any]:
+    """The `id` and `acl` of an entry that cannot be built, each where it is written once and
+    can be: the id names the failure, and the ACL still says who may see versions built from
+    the entry before (lectio.index.revocation). An `acl` written twice states none."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    found = {}
+    for name in ("id", "acl"):
+        values = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == name]
+        if len(values) == 1:
+            try:
+                found[name] = loader.construct_entry(values[0])
+            except (yaml.YAMLError, ValueError):
+                pass
+    return found
 
 
 def _named(entry: Any, position: int) -> dict[str, Any]:
@@ -222,7 +348,10 @@ def parse_entry(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None =
     sid = entry["id"]
     if "_invalid" in entry:
         raise SourceError(sid, f"entry must be a mapping, got {entry['_invalid']!r}")
+    if "_problem" in entry:
+        raise SourceError(sid, entry["_problem"])
     _check_strings(sid, entry)
+    _check_scalars(sid, entry)
     acl = entry.get("acl")
     if acl is None:
         raise SourceError(sid, "has no 'acl'; every source must say who may see it (e.g. acl: [public])")
@@ -272,6 +401,20 @@ def _check_strings(sid: str, entry: dict[str, Any]) -> None:
             _refuse(sid, f"{key} (the key)", key, strict=True)
         for where, text in _strings(value, str(key)):
             _refuse(sid, where, text, strict=key not in FREE_TEXT_KEYS)
+
+
+def _check_scalars(sid: str, entry: dict[str, Any]) -> None:
+    """A title, author, date, … is one value: a list or mapping there fails the entry."""
+    for key in SCALAR_KEYS:
+        value = entry.get(key)
+        if value is not None and not isinstance(value, SCALARS):
+            raise SourceError(sid, f"'{key}' must be one value (text, a number or a date), got {_kind_of(value)}")
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "a mapping"
+    return f"a value of type {type(value).__name__}"
 
 
 def _refuse(sid: str, where: str, text: str, strict: bool) -> None:

@@ -8,8 +8,8 @@ paragraph past 254 word pieces is split between sentences. No context header is 
 note is already attributed and tied to its verse); the verse ref is metadata and `refs`, and
 `header` ("Note on Romans 8:28") is for display only.
 
-A bad line (not JSON, no text, a ref that names no verse, a repeated id) fails the whole source
-with its line number: a note is never skipped quietly.
+A bad line (not JSON, a key written twice, no text, a ref that names no verse, a repeated id)
+fails the whole source with its line number: a note is never skipped quietly.
 """
 
 from __future__ import annotations
@@ -97,9 +97,12 @@ def _note(source: Source, number: int, line: str) -> Note:
         return SourceError(source.id, f"line {number}: {problem}")
 
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise bad(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except _DuplicateKey as exc:
+        raise bad(f"key {exc.key!r} is written twice in one object of {source.path}; "
+                  "which value is meant cannot be known") from None
     if not isinstance(record, dict):
         raise bad('expected an object {"id", "ref", "text"}')
     note_id = record.get("id")
@@ -125,6 +128,23 @@ def _note(source: Source, number: int, line: str) -> Note:
         raise bad(f"note {note_id!r} " + problem.split(": ", 1)[1])
     extra = {k: v for k, v in record.items() if k not in ("id", "text", "ref")}
     return Note(number, note_id, _tidy(text), ref, ranges, extra)
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object from its pairs, refusing a key written twice: json keeps the last value, which
+    would let a second "text" (or "id") quietly replace the one a reader of the file sees first."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _DuplicateKey(key)
+        record[key] = value
+    return record
 
 
 def _strings(value) -> Iterator[str]:
