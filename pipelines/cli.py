@@ -81,8 +81,13 @@ def _parser() -> argparse.ArgumentParser:
 
     command("down", _down, "stop the embedded database of LECTIO_HOME")
 
-    model = command("model", _model, "the embedding runtime (backend and numerics) this machine measured")
-    model.add_argument("action", choices=["show", "measure"], help="measure: measure this machine again")
+    model = command("model", _model, "the embedding runtime this machine measured, and the rerankers trained here")
+    model.add_argument("action", choices=["show", "measure", "train"],
+                       help="measure: measure this machine again; train: train a reranker on the index's training "
+                            "pairs")
+    model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
+    model.add_argument("--steps", type=int, help="train: training steps (default 600)")
+    model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
 
     dagster = commands.add_parser(
         "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
@@ -108,6 +113,8 @@ def _search_options(search: argparse.ArgumentParser) -> None:
                              "30 words or more is a paragraph, without the prior)")
     search.add_argument("--mmr", type=float, metavar="LAMBDA",
                         help="diversify the results by maximal marginal relevance (1 = relevance only)")
+    search.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="settings",
+                        help="a search setting, as for `lectio eval --set` (e.g. stages.rerank.model=latest)")
     search.add_argument("--server", metavar="URL", help="ask a running `lectio serve` (e.g. http://127.0.0.1:8000) "
                         "instead of searching here; principals then come from --token")
     search.add_argument("--token", help="with --server: a JWT whose 'principals' claim says who is asking "
@@ -233,7 +240,7 @@ def _search(args) -> int:
         schema.ensure_schema(conn)
         if args.index:
             revocation.refuse_unservable(conn, args.index)
-        config = SearchConfig.from_options(mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
+        config = SearchConfig.from_options(args.settings, mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
                                            xref_weight=args.xrefs, prominence_weight=args.prominence)
         response = search(conn, SearchRequest(args.query, k=args.k, principals=principals, version=args.index,
                                               filters=filters, config=config))
@@ -262,6 +269,8 @@ def _search_server(args) -> int:
 
     if args.principal:
         raise ValueError("--principal is not sent to a server: principals come from --token")
+    if args.settings:
+        raise ValueError("--set is not sent to a server: the service searches with its own settings")
     payload = search_remote(args.server, args.query, k=args.k, mode=args.mode, filters=Filters.of(vars(args)),
                             token=args.token or os.environ.get("LECTIO_TOKEN"))
     return _print_results(args, payload)

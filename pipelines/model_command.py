@@ -1,5 +1,6 @@
-"""`lectio model show | measure`: the embedding runtime this home chose and the evidence for it;
-`measure` measures this machine again (on a quiet machine) and says what a change means."""
+"""`lectio model show | measure | train`: the embedding runtime this home chose and the evidence for
+it, and the rerankers trained here; `measure` measures this machine again (on a quiet machine) and
+says what a change means; `train` trains a reranker on the live index's training pairs."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from lectio.embedding.model import MODEL_NAME, release_of
 
 
 def model_command(args) -> int:
+    if args.action == "train":
+        return train_command(args)
     before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
     record = backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=args.action == "measure")
+    rerankers = trained_rerankers()
     if args.json:
-        print(json.dumps(record, indent=2, default=str))
+        print(json.dumps(record | {"rerankers": rerankers}, indent=2, default=str))
         return 0
     print(describe(record))
+    print(describe_rerankers(rerankers))
     if before and (before["backend"], before.get("precision", "fp32")) != (record["backend"], record["precision"]):
         print(f"the new choice gives other vectors than the {before['backend']}/{before.get('precision', 'fp32')} "
               "this home's index was built with: `lectio migrate` builds it beside the live one and gates it")
@@ -44,3 +49,50 @@ def describe(record: dict) -> str:
         lines.append(f"  {name}: {speed}{same['relation']} (min cosine {same['min_cosine']}, "
                      f"10-neighbour overlap {same['neighbour_overlap']:.1%})")
     return "\n".join(lines)
+
+
+def trained_rerankers() -> list[dict]:
+    from lectio.reranker.model import trained
+    from lectio.settings import load_settings
+
+    return trained(load_settings().home)
+
+
+def describe_rerankers(records: list[dict]) -> str:
+    if not records:
+        return "rerankers: none trained (lectio model train)"
+    lines = ["rerankers (newest first):"]
+    for r in records:
+        best = r.get("best") or {}
+        lines.append(f"  {r['id']}: {r['recipe']['layers']} layers, {r['recipe']['steps']} steps on {r['train_pairs']:,} "
+                     f"pairs (pairs {r['pairs']}, seed {r['seed']}, {r['precision']}); validation MRR "
+                     f"{best.get('mrr', '-')} at step {best.get('step', '-')}; {r['seconds']:.0f} s on {r['cpu']}")
+    return "\n".join(lines)
+
+
+def train_command(args) -> int:
+    from tqdm import tqdm
+
+    from lectio.index import schema
+    from lectio.index.database import ensure_database
+    from lectio.settings import load_settings
+    from lectio.training.pairs import summary as pairs_summary
+    from lectio.training import workflow
+
+    settings = load_settings()
+    recipe = workflow.recipe(args.steps, args.layers)
+    with ensure_database(settings).connect() as conn:
+        schema.ensure_schema(conn)
+        made, path, new = workflow.pairs_for(conn, settings.home, settings.sources_file, args.index)
+    summary = pairs_summary(made)
+    if not args.json:
+        print(f"training pairs {'made' if new else 'read back'}: {path} ({summary['by_origin']}, {summary['by_split']})")
+    with tqdm(total=recipe.steps, desc="training the reranker", unit="step", disable=args.json) as bar:
+        record = workflow.train(made, settings.home, recipe,
+                                lambda step, total, loss: (bar.update(1), bar.set_postfix(loss=f"{loss:.3f}")))
+    if args.json:
+        print(json.dumps(record | {"pairs_summary": summary}, indent=2, default=str))
+        return 0
+    print(describe_rerankers([record]) + (" (already trained: reused)" if record.get("reused") else ""))
+    print(f"use it: lectio search QUERY --set stages.rerank.model={record['id']}")
+    return 0

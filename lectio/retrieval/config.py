@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from lectio.index import bm25
+from lectio.retrieval.reranking import RerankSettings
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ class CollapseSettings:
 class StageSettings:
     """The stages the fused hits pass through (lectio.retrieval.stages), in the order they run."""
 
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     query_share: QueryShareSettings = field(default_factory=QueryShareSettings)
     long_passages: LongPassageSettings = field(default_factory=LongPassageSettings)
     collapse: CollapseSettings = field(default_factory=CollapseSettings)
@@ -318,7 +320,7 @@ _SETTINGS = {kind.__name__: kind for kind in (
     VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, ParagraphSettings,
     XrefSettings, EvidenceSettings,
     FusionSettings,
-    StageSettings, QueryShareSettings, LongPassageSettings, CollapseSettings)}
+    StageSettings, RerankSettings, QueryShareSettings, LongPassageSettings, CollapseSettings)}
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
 ALIASES = {

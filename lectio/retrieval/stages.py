@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
-from lectio.retrieval import rerank
+from lectio.retrieval import rerank, reranking
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.hits import Hit
 
@@ -182,9 +182,10 @@ class PackPage(_Page):
         return rerank.long_passages_last(hits, self.tokens, ctx.k, sizes=ctx.sizes)
 
 
-# The order the stages run in. Parts take a long passage's place before collapsing could drop
+# The order the stages run in. The trained reranker reads the fused order first, so every stage
+# after it shapes the page it chose. Parts take a long passage's place before collapsing could drop
 # them as covered; spreading and MMR see the collapsed list; the page is packed from the k kept.
-PIPELINE = (QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
+PIPELINE = (reranking.Rerank, QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
 
 
 @lru_cache(maxsize=64)

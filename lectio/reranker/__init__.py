@@ -1,0 +1,1 @@
+"""Trained rerankers: loading, scoring and finding the models `lectio model train` stores."""

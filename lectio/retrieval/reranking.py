@@ -1,0 +1,76 @@
+"""The rerank stage: a trained cross-encoder (lectio.reranker.model) reads the query with each of
+the first `depth` fused hits and orders them again.
+
+The retrievers judge a hit by a vector made without the query, or by shared words; the
+cross-encoder reads both texts at once, which is what lets a hit from the second page reach the
+first. Its order is fused with the retrievers' (reciprocal ranks, the reranker weighing `weight`
+against the fused order's 1) so a hit both sides put first stays first: a quoted verse, found
+word for word, does not depend on the reranker agreeing. Hybrid searches only: vector and lexical
+stay the plain baselines they are, and a reference lookup or a word study never reaches a stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from lectio.retrieval.hits import Hit
+
+HYBRID = frozenset({"hybrid"})
+# Reciprocal-rank constant of the fusion with the fused order: small, since it fuses the first
+# `depth` hits only and the top of the page is what it decides.
+RANK_K = 10
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    """`model` names a reranker trained in the home (`lectio model train`; "latest" for the
+    newest), "" for none. It reads the first `depth` hits, each cut with the query to `tokens`
+    word pieces."""
+
+    model: str = ""
+    depth: int = 20
+    tokens: int = 128
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Rerank:
+    model: str
+    head: int
+    tokens: int
+    weight: float
+    modes: frozenset[str] = HYBRID
+
+    @classmethod
+    def of(cls, config) -> Rerank | None:
+        settings = config.stages.rerank
+        return cls(settings.model, settings.depth, settings.tokens, settings.weight) if settings.model else None
+
+    def depth(self, k: int) -> int:
+        return max(k, self.head)
+
+    def apply(self, hits: list[Hit], ctx) -> list[Hit]:
+        head = hits[:self.head]
+        scores = _encoder(self.model).score(ctx.query, [hit.text for hit in head], self.tokens)
+        return fuse(head, scores.tolist(), self.weight) + hits[self.head:]
+
+
+def fuse(head: list[Hit], scores: list[float], weight: float) -> list[Hit]:
+    """`head` ordered by its fused order's reciprocal rank plus `weight` times the reranker's."""
+    by_reranker = sorted(range(len(head)), key=lambda i: -scores[i])
+    reranked = {i: rank for rank, i in enumerate(by_reranker)}
+    fused = [(1 / (RANK_K + i) + weight / (RANK_K + reranked[i]), -i) for i in range(len(head))]
+    order = sorted(range(len(head)), key=lambda i: fused[i], reverse=True)
+    return [replace(head[i], score=fused[i][0]) for i in order]
+
+
+@lru_cache(maxsize=8)
+def _encoder(model: str):
+    """The trained model a setting names, loaded once per process, in the numerics this machine
+    measured fastest for the embedding model of the same architecture."""
+    from lectio.reranker.model import find, loaded, precision
+    from lectio.settings import load_settings
+
+    home = load_settings().home
+    return loaded(find(home, model), precision(home))

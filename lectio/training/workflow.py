@@ -1,0 +1,50 @@
+"""From an index version to a trained reranker: the pairs (made or read back), then the training
+(made or found by its id). What `lectio model train` and the Dagster assets both run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from lectio.embedding.model import Embedder
+from lectio.index import versions
+from lectio.reranker.model import precision
+from lectio.sources import load_sources
+from lectio.training import store, trainer
+from lectio.training.pairs import Pair
+from lectio.training.guard import Guard, evaluation_sources
+
+
+def guard_for(sources_file: Path) -> Guard:
+    """The guard over the committed query sets and the entries of `sources_file` that bring
+    evaluation-only data."""
+    return Guard.of_query_sets(excluded_sources=evaluation_sources(load_sources(sources_file)))
+
+
+def pairs_for(conn, home: Path, sources_file: Path, version: str | None = None):
+    """(pairs, their file, made now) for `version`, the live one by default."""
+    version = version or versions.live_version(conn)
+    if version is None:
+        raise ValueError("no live index yet: run `lectio run` first")
+    info = versions.get_version(conn, version)
+    embed = Embedder.for_queries_of(info.model_id).encode
+    return store.pairs_of(conn, home, version, embed, guard_for(sources_file))
+
+
+def recipe(steps: int | None = None, layers: int | None = None) -> trainer.Recipe:
+    chosen = trainer.Recipe()
+    if steps is not None:
+        if steps < 1:
+            raise ValueError(f"--steps must be at least 1, not {steps}")
+        chosen = trainer.with_steps(chosen, steps)
+    if layers is not None:
+        if not 1 <= layers <= 6:
+            raise ValueError(f"--layers must be between 1 and 6 (MiniLM has six), not {layers}")
+        chosen = replace(chosen, layers=layers)
+    return chosen
+
+
+def train(made: list[Pair], home: Path, chosen: trainer.Recipe,
+          progress: Callable[[int, int, float], None] | None = None) -> dict:
+    return trainer.train(made, home, chosen, precision(home), progress)
