@@ -15,7 +15,7 @@ from dagster import (
     in_process_executor,
 )
 
-from assets import build_index_assets, build_source_assets
+from assets import build_index_assets, build_source_assets, build_training_assets
 from assets.checks import build_asset_checks
 from assets.source_assets import SOURCE_INPUTS
 from lectio.settings import Settings, load_settings
@@ -64,6 +64,7 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     source_assets = build_source_assets(partitions)
     index_assets = build_index_assets(partitions)
     migration_assets = build_migration_assets(partitions)
+    training_assets = build_training_assets()
     jobs = {
         # source_inputs is observed first in each run: raw_texts then records the observation of the
         # entry it reads, so the next Observe does not call it Unsynced (it did when the entry had
@@ -80,7 +81,7 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     }
     jobs.update({job.name: job for job in build_migration_jobs(migration_assets)})
     return Definitions(
-        assets=[*source_assets, *index_assets, *migration_assets],
+        assets=[*source_assets, *index_assets, *migration_assets, *training_assets],
         asset_checks=build_asset_checks(partitions),
         jobs=list(jobs.values()),
         schedules=build_schedules(jobs, partitions.get_partition_keys()),

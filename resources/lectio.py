@@ -50,6 +50,10 @@ class DatabaseResource(ConfigurableResource):
     def connect(self) -> psycopg.Connection:
         return self._prepared().connect()
 
+    def home_path(self) -> Path:
+        """The home, where trained models and their training pairs are kept."""
+        return Path(self.home)
+
     def _prepared(self) -> Database:
         """The server started, both databases created and the schema current, once per instance:
         Dagster makes one instance per run (per step process under a multiprocess executor) and

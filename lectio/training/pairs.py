@@ -37,6 +37,9 @@ MAX_REFS = 20
 # A commentary query is the opening run of the entry's sentences, up to this many words: the
 # length of a reader's paragraph, and within the reranker's input.
 QUERY_WORDS = 60
+# Queries kept per origin, drawn with the seed: Spurgeon's passages on the Psalms alone outnumber
+# every other origin together, and a model taught mostly the Psalms learns less of the rest.
+MAX_PER_ORIGIN = 6000
 # Negatives are drawn from the vector ranking's first NEGATIVE_POOL chunks outside the verses.
 NEGATIVE_POOL = 30
 SCRIPTURE_GRANULARITIES = ("verse", "paragraph", "pericope")
@@ -107,7 +110,7 @@ def _queries(chunks: pd.DataFrame, guard: Guard) -> list[_Query]:
                 found.append(_Query(f"commentary:{row.source_id}", text, refs, False))
         elif row.kind == "scripture" and row.granularity == "pericope" and row.title and guard.admits_text(row.title):
             found.append(_Query(f"title:{row.source_id}", row.title, refs, True))
-    return _distinct(found)
+    return _per_origin(_distinct(found), MAX_PER_ORIGIN)
 
 
 def _distinct(queries: list[_Query]) -> list[_Query]:
@@ -119,6 +122,16 @@ def _distinct(queries: list[_Query]) -> list[_Query]:
             seen.add(key)
             kept.append(query)
     return kept
+
+
+def _per_origin(queries: list[_Query], limit: int, seed: int = SEED) -> list[_Query]:
+    """At most `limit` queries of each origin, drawn with the seed, in their first order."""
+    by_origin: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        by_origin.setdefault(query.origin, []).append(i)
+    rng = random.Random(seed)
+    kept = {i for found in by_origin.values() for i in (found if len(found) <= limit else rng.sample(found, limit))}
+    return [query for i, query in enumerate(queries) if i in kept]
 
 
 def opening(text: str, limit: int = QUERY_WORDS) -> str:

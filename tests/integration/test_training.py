@@ -135,3 +135,27 @@ def psycopg_conn(settings):
     from lectio.index.database import ensure_database
 
     return ensure_database(settings).connect()
+
+
+def test_training_pairs_then_reranker_in_dagster_on_the_live_index(main_run, settings, tmp_path):
+    from dagster import AssetKey, FilesystemIOManager, materialize
+
+    from pipelines.definitions import build_definitions
+
+    defs = build_definitions(settings.sources_file)
+    graph = defs.resolve_asset_graph()
+    assert graph.get(AssetKey("reranker")).parent_keys == {AssetKey("training_pairs")}
+    assert graph.get(AssetKey("training_pairs")).parent_keys == {AssetKey("search_index")}
+    chosen = [a for a in defs.assets if a.key.path[0] in ("training_pairs", "reranker")]
+    resources = dict(defs.resources) | {"io_manager": FilesystemIOManager(base_dir=str(tmp_path))}
+    run_config = {"ops": {"reranker": {"config": {"steps": 2, "layers": 1}}}}
+    result = materialize(chosen, resources=resources, run_config=run_config, selection=["training_pairs", "reranker"])
+    assert result.success
+    made = result.asset_materializations_for_node("training_pairs")[0].metadata
+    assert made["pairs"].value > 0 and "commentary:mhcc" in made["by origin"].value
+    trained = result.asset_materializations_for_node("reranker")[0].metadata
+    assert trained["model"].value.startswith("rerank-minilm-l1-") and "data:image/png;base64," in trained["loss curve"].value
+    # Again with nothing changed: the pairs are read back and the model found, not trained again.
+    again = materialize(chosen, resources=resources, run_config=run_config, selection=["training_pairs", "reranker"])
+    assert again.asset_materializations_for_node("training_pairs")[0].metadata["made now"].value is False
+    assert again.asset_materializations_for_node("reranker")[0].metadata["reused"].value is True
