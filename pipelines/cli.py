@@ -81,13 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 
     command("down", _down, "stop the embedded database of LECTIO_HOME")
 
-    model = command("model", _model, "the embedding runtime this machine measured, and the rerankers trained here")
-    model.add_argument("action", choices=["show", "measure", "train"],
-                       help="measure: measure this machine again; train: train a reranker on the index's training "
-                            "pairs")
-    model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
-    model.add_argument("--steps", type=int, help="train: training steps (default 600)")
-    model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
+    _model_options(command("model", _model, "the embedding runtime this machine measured, and the rerankers trained here"))
 
     dagster = commands.add_parser(
         "dagster", help="run the dagster CLI against this LECTIO_HOME (e.g. `lectio dagster definitions validate`)"
@@ -95,6 +89,22 @@ def _parser() -> argparse.ArgumentParser:
     dagster.add_argument("dagster_args", nargs=argparse.REMAINDER)
     dagster.set_defaults(handler=_dagster, command="dagster")
     return parser
+
+
+def _model_options(model: argparse.ArgumentParser) -> None:
+    model.add_argument("action", choices=["show", "measure", "train", "use"],
+                       help="measure: measure this machine again; train: train a reranker on the index's training "
+                            "pairs, then gate it; use: gate a trained reranker (or 'none') for this home's searches")
+    model.add_argument("reranker", nargs="?", help="use: a trained reranker's id, 'latest', or 'none'")
+    model.add_argument("--queries", nargs="+", help="train, use: the query sets the gate scores (default: every set "
+                       "under data/queries)")
+    model.add_argument("--part", choices=["dev", "test", "all"], default="dev",
+                       help="train, use: the part of each set the gate scores (default dev: defaults are chosen on it)")
+    model.add_argument("--force", action="store_true", help="use: switch even if the gate refuses")
+    model.add_argument("--no-gate", action="store_true", help="train: train only; `lectio model use` gates later")
+    model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
+    model.add_argument("--steps", type=int, help="train: training steps (default 600)")
+    model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
 
 
 def _search_options(search: argparse.ArgumentParser) -> None:

@@ -13,6 +13,8 @@ from lectio.embedding.model import MODEL_NAME, release_of
 def model_command(args) -> int:
     if args.action == "train":
         return train_command(args)
+    if args.action == "use":
+        return use_command(args)
     before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
     record = backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=args.action == "measure")
     rerankers = trained_rerankers()
@@ -90,9 +92,41 @@ def train_command(args) -> int:
     with tqdm(total=recipe.steps, desc="training the reranker", unit="step", disable=args.json) as bar:
         record = workflow.train(made, settings.home, recipe,
                                 lambda step, total, loss: (bar.update(1), bar.set_postfix(loss=f"{loss:.3f}")))
-    if args.json:
-        print(json.dumps(record | {"pairs_summary": summary}, indent=2, default=str))
+    if not args.json:
+        print(describe_rerankers([record]) + (" (already trained: reused)" if record.get("reused") else ""))
+    if args.no_gate:
+        _print(args, record | {"pairs_summary": summary}, f"gate it: lectio model use {record['id']}")
         return 0
-    print(describe_rerankers([record]) + (" (already trained: reused)" if record.get("reused") else ""))
-    print(f"use it: lectio search QUERY --set stages.rerank.model={record['id']}")
-    return 0
+    args.reranker = record["id"]
+    return use_command(args, {"trained": record, "pairs_summary": summary})
+
+
+def use_command(args, before: dict | None = None) -> int:
+    """Gate a reranker (or none) for this home's searches; exit 1 when the gate refuses."""
+    from lectio.evaluation.migration_gate import load_query_sets
+    from lectio.evaluation.querysets import select_part
+    from lectio.index import schema
+    from lectio.index.database import ensure_database
+    from lectio.settings import load_settings
+    from lectio.training.gate import gate
+    from lectio.training.guard import QUERY_SETS
+
+    if not args.reranker:
+        raise ValueError("use needs a reranker: a trained id (lectio model show), 'latest' or 'none'")
+    settings = load_settings()
+    sets = load_query_sets(args.queries or sorted(QUERY_SETS.glob("*.jsonl")))
+    sets = {name: select_part(queries, args.part) for name, queries in sets.items()}
+    candidate = None if args.reranker == "none" else args.reranker
+    with ensure_database(settings).connect() as conn:
+        schema.ensure_schema(conn)
+        verdict = gate(conn, settings.home, candidate, sets, force=args.force)
+    text = f"{verdict.decision}: {verdict.candidate or 'no reranker'} (was {verdict.before or 'none'}): {verdict.reason}"
+    for name, rows in verdict.metrics.items():
+        text += f"\n  {name}: " + ", ".join(f"{m} {rows[m]['live']} -> {rows[m]['candidate']}"
+                                          for m in ("recall@20", "mrr", "ndcg@10", "budget_recall@1000"))
+    _print(args, (before or {}) | {"gate": verdict.to_json()}, text)
+    return 1 if verdict.decision == "refuse" else 0
+
+
+def _print(args, payload: dict, text: str) -> None:
+    print(json.dumps(payload, indent=2, default=str) if args.json else text)

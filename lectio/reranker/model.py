@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -146,3 +147,24 @@ def precision(home: Path) -> str:
     record = backends.recorded(MODEL_NAME, release_of(MODEL_NAME), home) or {}
     speed = {name: found.get("texts_per_second") or 0 for name, found in (record.get("candidates") or {}).items()}
     return "bf16" if speed.get("torch/bf16", 0) > speed.get("torch/fp32", 0) > 0 else "fp32"
+
+
+ACTIVE = "ACTIVE.json"
+
+
+def active(home: Path) -> str | None:
+    """The reranker this home's searches use by default: the one its gate let in (lectio
+    .training.gate), None before any did or after it was turned off."""
+    try:
+        return json.loads((models_dir(home) / ACTIVE).read_text()).get("id")
+    except (OSError, ValueError):
+        return None
+
+
+def set_active(home: Path, evidence: dict) -> None:
+    """Written beside and moved in: a search never reads half a choice."""
+    folder = models_dir(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    work = folder / f".{ACTIVE}.{os.getpid()}"
+    work.write_text(json.dumps(evidence, indent=2) + "\n")
+    os.replace(work, folder / ACTIVE)

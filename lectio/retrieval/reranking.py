@@ -25,8 +25,8 @@ RANK_K = 10
 @dataclass(frozen=True)
 class RerankSettings:
     """`model` names a reranker trained in the home (`lectio model train`; "latest" for the
-    newest), "" for none. It reads the first `depth` hits, each cut with the query to `tokens`
-    word pieces."""
+    newest), "active" for the one the home's gate let in (none yet: no reranking), "" for none.
+    It reads the first `depth` hits, each cut with the query to `tokens` word pieces."""
 
     model: str = ""
     depth: int = 20
@@ -51,8 +51,11 @@ class Rerank:
         return max(k, self.head)
 
     def apply(self, hits: list[Hit], ctx) -> list[Hit]:
+        chosen = _chosen(self.model)
+        if chosen is None:
+            return hits
         head = hits[:self.head]
-        scores = _encoder(self.model).score(ctx.query, [hit.text for hit in head], self.tokens)
+        scores = _encoder(chosen).score(ctx.query, [hit.text for hit in head], self.tokens)
         return fuse(head, scores.tolist(), self.weight) + hits[self.head:]
 
 
@@ -65,12 +68,27 @@ def fuse(head: list[Hit], scores: list[float], weight: float) -> list[Hit]:
     return [replace(head[i], score=fused[i][0]) for i in order]
 
 
+def _chosen(model: str) -> str | None:
+    """The model a setting names; "active" is read from the home at each search, so a gated
+    change reaches a running service without a restart."""
+    if model != "active":
+        return model
+    from lectio.reranker.model import active
+
+    return active(_home())
+
+
 @lru_cache(maxsize=8)
 def _encoder(model: str):
     """The trained model a setting names, loaded once per process, in the numerics this machine
     measured fastest for the embedding model of the same architecture."""
     from lectio.reranker.model import find, loaded, precision
+
+    home = _home()
+    return loaded(find(home, model), precision(home))
+
+
+def _home():
     from lectio.settings import load_settings
 
-    home = load_settings().home
-    return loaded(find(home, model), precision(home))
+    return load_settings().home
