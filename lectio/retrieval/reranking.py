@@ -11,6 +11,7 @@ stay the plain baselines they are, and a reference lookup or a word study never 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -28,7 +29,7 @@ class RerankSettings:
     newest), "active" for the one the home's gate let in (none yet: no reranking), "" for none.
     It reads the first `depth` hits, each cut with the query to `tokens` word pieces."""
 
-    model: str = ""
+    model: str = "active"
     depth: int = 20
     tokens: int = 128
     weight: float = 1.0
@@ -48,7 +49,9 @@ class Rerank:
         return cls(settings.model, settings.depth, settings.tokens, settings.weight) if settings.model else None
 
     def depth(self, k: int) -> int:
-        return max(k, self.head)
+        # Without a model to read them, the stage reads no more hits than the page: a home with
+        # no reranker ranks exactly as it did before there were any.
+        return max(k, self.head) if _chosen(self.model) else k
 
     def apply(self, hits: list[Hit], ctx) -> list[Hit]:
         chosen = _chosen(self.model)
@@ -89,6 +92,12 @@ def _encoder(model: str):
 
 
 def _home():
+    return _home_of(os.environ.get("LECTIO_HOME"))
+
+
+@lru_cache(maxsize=4)
+def _home_of(setting: str | None):
+    """Read once per process and LECTIO_HOME: a search must not load the settings every time."""
     from lectio.settings import load_settings
 
     return load_settings().home

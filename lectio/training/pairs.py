@@ -1,9 +1,12 @@
 """Training pairs from the corpus's own structure: judgments people made, not labels lectio made.
 
 A commentator files each comment under the verses it expounds, and an editor gave each pericope
-its title: each is a query about a known set of verses. A pair is that query, one scripture chunk
-inside those verses (the positive) and scripture chunks lectio's vector retriever ranks close to
-the query that are about other verses (hard negatives). A negative never shares a chapter with the
+its title: each is a query about a known set of verses. A pair is that query, the scripture chunk
+inside those verses that lectio's vector retriever ranks first for it (the positive: of a
+twenty-verse range, the passage the comment's words are about, where a verse drawn at random is
+often not), and scripture chunks the same ranking puts close to the query that are about other
+verses (hard negatives). A query whose verses the ranking's first 1,000 do not reach is left out:
+its words do not say which of its verses they mean. A negative never shares a chapter with the
 query's verses: commentators and titles often speak of a verse's neighbours too, and a relevant
 passage taught as wrong would teach the model the opposite of the truth.
 
@@ -39,7 +42,7 @@ MAX_REFS = 20
 QUERY_WORDS = 60
 # Queries kept per origin, drawn with the seed: Spurgeon's passages on the Psalms alone outnumber
 # every other origin together, and a model taught mostly the Psalms learns less of the rest.
-MAX_PER_ORIGIN = 6000
+MAX_PER_ORIGIN = 4000
 # Negatives are drawn from the vector ranking's first NEGATIVE_POOL chunks outside the verses.
 NEGATIVE_POOL = 30
 SCRIPTURE_GRANULARITIES = ("verse", "paragraph", "pericope")
@@ -149,7 +152,7 @@ def opening(text: str, limit: int = QUERY_WORDS) -> str:
     return " ".join(kept)
 
 
-def _rankings(queries: np.ndarray, matrix: np.ndarray, depth: int = 200, batch: int = 512) -> list[np.ndarray]:
+def _rankings(queries: np.ndarray, matrix: np.ndarray, depth: int = 1000, batch: int = 256) -> list[np.ndarray]:
     """Each query's `depth` most similar scripture rows, best first (exact: a matrix product)."""
     depth = min(depth, len(matrix))
     found = []
@@ -163,15 +166,13 @@ def _rankings(queries: np.ndarray, matrix: np.ndarray, depth: int = 200, batch: 
 
 def _pair(query: _Query, order: np.ndarray, passages: list, chapters: list, rng: random.Random, negatives: int,
           held_out: frozenset[str]) -> Pair | None:
-    inside = [i for i, (_, refs, granularity) in enumerate(passages)
-              if refs <= query.refs and not (query.titled and granularity == "pericope")]
-    if not inside:
-        return None
+    inside = [i for i in order if passages[i][1] <= query.refs
+              and not (query.titled and passages[i][2] == "pericope")]
     near = {_chapter(r) for r in query.refs}
     pool = [i for i in order if chapters[i].isdisjoint(near)][:NEGATIVE_POOL]
-    if len(pool) < negatives:
+    if not inside or len(pool) < negatives:
         return None
-    positive = passages[rng.choice(inside)][0]
+    positive = passages[inside[0]][0]
     chosen = rng.sample(pool, negatives)
     refs = tuple(sorted(query.refs))
     split = "validation" if _book(refs[0]) in held_out else "train"

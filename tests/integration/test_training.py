@@ -159,3 +159,32 @@ def test_training_pairs_then_reranker_in_dagster_on_the_live_index(main_run, set
     again = materialize(chosen, resources=resources, run_config=run_config, selection=["training_pairs", "reranker"])
     assert again.asset_materializations_for_node("training_pairs")[0].metadata["made now"].value is False
     assert again.asset_materializations_for_node("reranker")[0].metadata["reused"].value is True
+
+
+def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_run, settings, corpus):
+    from lectio.evaluation.querysets import load_queries
+    from lectio.reranker.model import ACTIVE, active, models_dir
+    from lectio.training.gate import gate
+
+    _, _, made = corpus
+    record = trainer.train(made, settings.home, TINY)
+    sets = {"migration": load_queries(Path(__file__).parents[1] / "fixtures" / "queries" / "migration.jsonl")}
+    lenient = {"recall@20": 1.0}
+    query = "do not worry about anything but pray with thanksgiving"
+    try:
+        with psycopg_conn(settings) as conn:
+            assert active(settings.home) is None
+            on = gate(conn, settings.home, record["id"], sets, tolerances=lenient)
+            assert on.decision == "switch" and active(settings.home) == record["id"]
+            assert set(on.metrics["migration"]) >= {"recall@20", "mrr"}
+            assert "reranker_gate" in versions.get_version(conn, None).metrics
+            # The default search now reads that reranker: the same page as naming it.
+            by_default = search(conn, SearchRequest(query, k=5))
+            named = search(conn, SearchRequest(query, k=5, config=SearchConfig.from_options(
+                [f"stages.rerank.model={record['id']}"])))
+            assert [r.chunk_id for r in by_default.results] == [r.chunk_id for r in named.results]
+            assert gate(conn, settings.home, record["id"], sets).decision == "unchanged"
+            off = gate(conn, settings.home, None, sets, tolerances=lenient)
+            assert off.decision == "switch" and active(settings.home) is None
+    finally:
+        (models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)
