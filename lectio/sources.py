@@ -199,6 +199,17 @@ def _place(node: yaml.Node) -> str:
     return f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
 
 
+def strict_yaml(text: str) -> Any:
+    """One YAML document read as strictly as the sources file: no anchor or alias (nothing is
+    expanded), no key written twice. A yaml.YAMLError naming the line otherwise."""
+    loader = _SourcesLoader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else loader.construct_entry(node)
+    finally:
+        loader.dispose()
+
+
 def _entry_nodes(sources_file: Path, loader: _SourcesLoader) -> list[yaml.Node]:
     """The nodes of the file's entries, none of them built yet: the list under `sources`, or the
     document itself when it is a list."""

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import yaml
 
 from lectio.readers.document_model import Heading, ItemList, Paragraph, Table
-from lectio.sources import Source, SourceError
+from lectio.sources import Source, SourceError, strict_yaml
 
 
 def lex(source: Source, text: str) -> tuple[str | None, dict, list]:
@@ -35,7 +35,9 @@ def _front_matter(source: Source, text: str) -> tuple[dict, str]:
     if not match:
         return {}, text
     try:
-        data = yaml.safe_load(match.group(1))
+        # As strict as the sources file: an alias bomb in a document's header would otherwise
+        # expand before anything could refuse it, and of a key written twice the last would win.
+        data = strict_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise SourceError(source.id, f"front matter is not valid YAML: {exc}") from None
     if not isinstance(data, dict):

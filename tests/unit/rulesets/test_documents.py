@@ -355,3 +355,17 @@ def test_a_document_of_headings_only_is_refused(tmp_path):
     path.write_text("# Title\n\n## Nothing here\n")
     with pytest.raises(SourceError, match="no text to index"):
         run(source(path, "markdown"))
+
+
+@pytest.mark.parametrize("header, problem", [
+    ("\n".join([f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" if i else "l0: &l0 [lol]" for i in range(10)])
+     + "\ntitle: *l9", "anchor"),
+    ("title: Staff Policy\nscope: all\ntitle: Another", "duplicate key 'title'"),
+])
+def test_front_matter_takes_no_alias_and_no_key_twice(tmp_path, header, problem):
+    path = tmp_path / "doc.md"
+    path.write_text(f"---\n{header}\n---\n# Policy\n\nText.\n")
+    src = source(path, "markdown")
+    with pytest.raises(SourceError, match=problem) as refused:
+        documents.parse(src, documents.read(src))
+    assert "front matter" in str(refused.value) and "\n" not in str(refused.value)
