@@ -222,7 +222,8 @@ def _dev(args) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     cmd = [*DAGSTER_CLI, "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(args.port)]
-    env = {**env, "PYTHONWARNINGS": ",".join(filter(None, [env.get("PYTHONWARNINGS"), DEV_WARNINGS]))}
+    env = {**ui_url_env(env, args.port),
+           "PYTHONWARNINGS": ",".join(filter(None, [env.get("PYTHONWARNINGS"), DEV_WARNINGS]))}
     print(f"Dagster UI on http://127.0.0.1:{args.port} (Ctrl-C stops it; `lectio down` stops the database)")
     # Started in DAGSTER_HOME: from the project root `dagster dev` finds the project's dagster.yaml
     # there and warns it "will not be used" (the home holds its copy, pipelines/home.py).
@@ -234,6 +235,12 @@ def _dev(args) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     return child.wait()
+
+
+def ui_url_env(env: dict, port: int) -> dict:
+    """The alerts' links point at the UI this command serves (`--port`), unless LECTIO_UI_URL
+    says where the team reaches it (behind a proxy, on another host)."""
+    return env if env.get("LECTIO_UI_URL") else {**env, "LECTIO_UI_URL": f"http://127.0.0.1:{port}"}
 
 
 def _search(args) -> int:

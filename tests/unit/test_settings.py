@@ -27,3 +27,15 @@ def test_the_home_keeps_stored_text_from_other_users(tmp_path, monkeypatch):
     assert settings.home.stat().st_mode & 0o777 == 0o711
     assert settings.storage_dir.stat().st_mode & 0o777 == 0o700
     assert settings.dagster_home.stat().st_mode & 0o777 == 0o700
+
+
+def test_alert_links_point_at_the_port_lectio_dev_serves(monkeypatch):
+    from lectio.alerts import run_url
+    from lectio.settings import load_settings
+    from pipelines.cli import ui_url_env
+
+    env = ui_url_env({"PATH": "/bin"}, 3300)
+    monkeypatch.setenv("LECTIO_UI_URL", env["LECTIO_UI_URL"])
+    assert run_url(load_settings().ui_url, "r1") == "http://127.0.0.1:3300/runs/r1"
+    # Where the team reaches the UI elsewhere, its own URL stands.
+    assert ui_url_env({"LECTIO_UI_URL": "https://dagster.example"}, 3300)["LECTIO_UI_URL"] == "https://dagster.example"
