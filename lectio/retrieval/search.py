@@ -35,6 +35,9 @@ DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
 DEFAULT_TRANSLATION = "WEB"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# The longest query searched, at every door (the library, the CLI, evaluation, the service): a
+# paragraph a reader sends is a few hundred characters, and a 120 KB one cost 30 s and 1.5 GB.
+MAX_QUERY_CHARS = 1000
 
 
 def _one_model_thread() -> None:
@@ -110,6 +113,9 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
     `conn` answers the lexical side."""
     if request.k < 1:
         raise ValueError(f"k must be at least 1, not {request.k}")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise ValueError(f"the query is {len(request.query):,} characters long; at most {MAX_QUERY_CHARS:,} are "
+                         "searched (a question, a statement or a paragraph)")
     # PostgreSQL text cannot hold NUL, and no control character means anything in a query.
     query = _CONTROL.sub(" ", request.query).strip()
     if not query:

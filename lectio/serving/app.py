@@ -31,7 +31,7 @@ from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval.search import MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings, auth_settings, load_settings
 
@@ -220,7 +220,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     @app.get("/search", summary="Search the live index as the caller's principals")
     def search_endpoint(
         request: Request,
-        q: str = Query(..., min_length=1, max_length=1000, description="the reader's question or a reference"),
+        q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="the reader's question or a reference"),
         k: int = Query(20, ge=1, le=100),
         # Filters' fields are the query parameters, as they are the CLI's options.
         filters: Filters = Depends(),

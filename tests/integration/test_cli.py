@@ -3,6 +3,7 @@ status 2, no traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -50,6 +51,19 @@ def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
     bad_queries = tmp_path / "q.jsonl"
     bad_queries.write_text('{"query": "law", "filters": {"colour": "red"}}\n')
     assert "q.jsonl:1" in one_line_error(capsys, ["eval", str(bad_queries)])
+
+
+def test_an_overlong_query_is_refused_at_every_door_with_one_line(main_run, tmp_path, capsys):
+    from lectio.retrieval.search import MAX_QUERY_CHARS
+
+    huge = "grace and peace " * 8_000  # 128 KB: it cost 30 s and 1.5 GB before the cap
+    assert f"at most {MAX_QUERY_CHARS:,}" in one_line_error(capsys, ["search", huge])
+    assert "characters long" in one_line_error(capsys, ["search", huge, "--mode", "lexical"])
+    queries = tmp_path / "long.jsonl"
+    queries.write_text(json.dumps({"id": "x", "query": huge}) + "\n")
+    assert "characters long" in one_line_error(capsys, ["eval", str(queries)])
+    # Just under the cap, a search runs.
+    assert cli(["search", ("grace " * 200)[:MAX_QUERY_CHARS], "--k", "1"]) == 0
 
 
 def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys):
