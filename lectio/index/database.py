@@ -161,11 +161,15 @@ def _require_passage(path: Path) -> None:
     if check.returncode == 0:
         return
     folder = Path(check.stdout or folders[-1])
-    mode = stat.S_IMODE(folder.stat().st_mode)
+    found = folder.stat()
+    mode = stat.S_IMODE(found.st_mode)
+    # The server keeps root's groups: where the folder's group is one of them, the group's bits
+    # are the ones it is judged by, and o+x alone would not let it pass.
+    bit = "g+x" if found.st_gid in {os.getgid(), *os.getgroups()} else "o+x"
     raise ServerUnreachable(
         f"the embedded PostgreSQL server runs as system user {SERVER_SYSTEM_USER!r} when lectio runs as root, and "
         f"cannot pass {folder} (mode {mode:04o}) to reach {path}; lectio changes no folder it did not create: let "
-        f"that user pass (chmod o+x {folder}, or setfacl -m u:{SERVER_SYSTEM_USER}:x {folder}), put LECTIO_HOME "
+        f"that user pass (chmod {bit} {folder}, or setfacl -m u:{SERVER_SYSTEM_USER}:x {folder}), put LECTIO_HOME "
         "where it can, run lectio as a user other than root, or set DATABASE_URL")
 
 

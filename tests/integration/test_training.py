@@ -196,3 +196,17 @@ def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_
                 assert active(settings.home) is None
     finally:
         (models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)
+
+
+def test_lectio_model_train_and_show_from_the_cli(main_run, capsys):
+    from pipelines.cli import main as cli
+
+    capsys.readouterr()
+    assert cli(["model", "train", "--steps", "2", "--layers", "1", "--no-gate", "--json"]) == 0
+    trained = json.loads(capsys.readouterr().out)
+    assert trained["id"].startswith("rerank-minilm-l1-") and trained["pairs_summary"]["pairs"] > 0
+    assert cli(["model", "show", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert trained["id"] in [r["id"] for r in shown["rerankers"]]
+    assert cli(["model", "train", "--steps", "0"]) == 2  # one line, as every bad argument
+    assert "--steps must be at least 1" in capsys.readouterr().err
