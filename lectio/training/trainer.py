@@ -27,7 +27,7 @@ from lectio.training.pairs import Pair, fingerprint
 
 @dataclass(frozen=True)
 class Recipe:
-    layers: int = 3  # of MiniLM's six: each costs query time (benchmarks/rerank_latency.py)
+    layers: int = 3  # of MiniLM's six: each costs query time (benchmarks/rerank.py)
     max_tokens: int = 128  # query and text together, as the rerank stage feeds them
     groups_per_step: int = 8  # queries per step, each with its positive and negatives
     learning_rate: float = 4e-5
