@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -92,9 +93,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _model_options(model: argparse.ArgumentParser) -> None:
-    model.add_argument("action", choices=["show", "measure", "train", "use"],
+    model.add_argument("action", choices=["show", "measure", "train", "use", "adapt"],
                        help="measure: measure this machine again; train: train a reranker on the index's training "
-                            "pairs, then gate it; use: gate a trained reranker (or 'none') for this home's searches")
+                            "pairs, then gate it; use: gate a trained reranker (or 'none') for this home's searches; "
+                            "adapt: fine-tune the embedding model on the same pairs (`lectio migrate --embedder` "
+                            "moves the index to it)")
     model.add_argument("reranker", nargs="?", help="use: a trained reranker's id, 'latest', or 'none'")
     model.add_argument("--queries", nargs="+", help="train, use: the query sets the gate scores (default: every set "
                        "under data/queries)")
@@ -103,7 +106,7 @@ def _model_options(model: argparse.ArgumentParser) -> None:
     model.add_argument("--force", action="store_true", help="use: switch even if the gate refuses")
     model.add_argument("--no-gate", action="store_true", help="train: train only; `lectio model use` gates later")
     model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
-    model.add_argument("--steps", type=int, help="train: training steps (default 600)")
+    model.add_argument("--steps", type=int, help="train, adapt: training steps (default 600; adapt 400)")
     model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
 
 
@@ -152,6 +155,10 @@ def _eval_options(evaluate: argparse.ArgumentParser) -> None:
 
 def _migrate_options(migrate: argparse.ArgumentParser) -> None:
     migrate.add_argument("--sources", help="sources file with the new rules (default data/sources.yaml)")
+    migrate.add_argument("--embedder", metavar="MODEL",
+                         help="embed the candidate with this model: an adapted one's id (lectio model show), "
+                              "'latest' (the newest adapted here) or 'base' (the packaged model); the home keeps "
+                              "it when the gate switches")
     migrate.add_argument("--queries", nargs="+", metavar="Q.jsonl",
                          help="labelled query sets to gate on (default data/queries/theology.jsonl)")
     migrate.add_argument("--tolerance", type=float, help="largest recall@20 drop allowed (default 0.03)")
@@ -466,8 +473,9 @@ def _migrate(args) -> int:
         logging.basicConfig(format="      %(message)s")
         logging.getLogger("lectio").setLevel(logging.INFO)
     try:
-        report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
-                               k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
+        with _embedding_with(args.embedder):
+            report = run_migration(load_settings(), query_sets=args.queries, tolerances=tolerances, keep=args.keep,
+                                   k=args.k, mode=args.mode, echo=(lambda _: None) if args.json else print)
     except Interrupted as exc:
         print(f"lectio migrate: interrupted, {exc}; the live index is unchanged", file=sys.stderr)
         return 130
@@ -478,6 +486,27 @@ def _migrate(args) -> int:
         e = report.embeddings
         print(f"{e['embedded']:,} chunks embedded, {e['reused']:,} reused from the cache; {report.seconds:.1f}s")
     return 0 if report.ok else 1
+
+
+@contextlib.contextmanager
+def _embedding_with(name: str | None):
+    """The candidate of this migration embeds with `name` (None: the home's model): the setting
+    every step of the build reads, for the migration's length only."""
+    from lectio.embedding.packaged import MODEL_NAME
+    from lectio.training.embedder import find
+
+    if name is None:
+        yield
+        return
+    before = os.environ.get("LECTIO_EMBED_MODEL")
+    os.environ["LECTIO_EMBED_MODEL"] = MODEL_NAME if name == "base" else find(load_settings().home, name)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LECTIO_EMBED_MODEL", None)
+        else:
+            os.environ["LECTIO_EMBED_MODEL"] = before
 
 
 def _down(args) -> int:

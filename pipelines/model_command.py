@@ -15,14 +15,17 @@ def model_command(args) -> int:
         return train_command(args)
     if args.action == "use":
         return use_command(args)
+    if args.action == "adapt":
+        return adapt_command(args)
     before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
     record = backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=args.action == "measure")
-    rerankers = trained_rerankers()
+    rerankers, embedders = trained_rerankers(), adapted_embedders()
     if args.json:
-        print(json.dumps(record | {"rerankers": rerankers}, indent=2, default=str))
+        print(json.dumps(record | {"rerankers": rerankers, "adapted_embedders": embedders}, indent=2, default=str))
         return 0
     print(describe(record))
     print(describe_rerankers(rerankers))
+    print(describe_embedders(embedders))
     if before and (before["backend"], before.get("precision", "fp32")) != (record["backend"], record["precision"]):
         print(f"the new choice gives other vectors than the {before['backend']}/{before.get('precision', 'fp32')} "
               "this home's index was built with: `lectio migrate` builds it beside the live one and gates it")
@@ -70,6 +73,50 @@ def describe_rerankers(records: list[dict]) -> str:
                      f"pairs (pairs {r['pairs']}, seed {r['seed']}, {r['precision']}); validation MRR "
                      f"{best.get('mrr', '-')} at step {best.get('step', '-')}; {r['seconds']:.0f} s on {r['cpu']}")
     return "\n".join(lines)
+
+
+def adapted_embedders() -> list[dict]:
+    from lectio.settings import load_settings
+    from lectio.training.embedder import trained
+
+    return trained(load_settings().home)
+
+
+def describe_embedders(records: list[dict]) -> str:
+    if not records:
+        return "adapted embedders: none (lectio model adapt)"
+    lines = ["adapted embedders (newest first):"]
+    for r in records:
+        best, untrained = r.get("best") or {}, r.get("untrained") or {}
+        lines.append(f"  {r['id']}: from {r['base']}, {r['recipe']['steps']} steps on {r['train_pairs']:,} pairs "
+                     f"(pairs {r['pairs']}, seed {r['seed']}, {r['precision']}); validation MRR {untrained.get('mrr', '-')} "
+                     f"untrained -> {best.get('mrr', '-')} at step {best.get('step', '-')}; {r['seconds']:.0f} s on {r['cpu']}")
+    return "\n".join(lines)
+
+
+def adapt_command(args) -> int:
+    """Fine-tune the embedding model on the live index's training pairs; moving the index to it is
+    a migration, gated like any other."""
+    from tqdm import tqdm
+
+    from lectio.index import schema
+    from lectio.index.database import ensure_database
+    from lectio.settings import load_settings
+    from lectio.training import workflow
+
+    settings = load_settings()
+    recipe = workflow.adapt_recipe(args.steps)
+    with ensure_database(settings).connect() as conn:
+        schema.ensure_schema(conn)
+        made, path, new = workflow.pairs_for(conn, settings.home, settings.sources_file, args.index)
+    if not args.json:
+        print(f"training pairs {'made' if new else 'read back'}: {path}")
+    with tqdm(total=recipe.steps, desc="adapting the embedder", unit="step", disable=args.json) as bar:
+        record = workflow.adapt(made, settings.home, recipe,
+                                lambda step, total, loss: (bar.update(1), bar.set_postfix(loss=f"{loss:.3f}")))
+    _print(args, record, describe_embedders([record]) + (" (already adapted: reused)" if record.get("reused") else "")
+           + f"\nmove the index to it, gated: lectio migrate --embedder {record['id']}")
+    return 0
 
 
 def train_command(args) -> int:

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from lectio.embedding import measurement, numerics, onnx_runtime, torch_runtime
+from lectio.embedding.packaged import base_of, release_of
 
 BACKENDS = ("torch", "onnx")
 DEFAULT = "torch"  # what a model id without a backend part names
@@ -168,7 +169,9 @@ def machine() -> dict:
 def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None, home: Path | None = None,
              again: bool = False, sample: int = measurement.TEXTS) -> dict:
     """The recorded measurement of this home for this machine, measured (and recorded) first if
-    there is none that covers `pool` (all of ORDER when None), or if `again`."""
+    there is none that covers `pool` (all of ORDER when None), or if `again`. An adapted model
+    runs as its base does: the base is what is measured and recorded."""
+    name, release = _measured_as(name, release)
     pool = pool or candidates(None, None)
     folder = onnx_runtime.model_dir(name, release, home)
     path = folder / CHOICE_FILE
@@ -194,6 +197,13 @@ def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None,
     return record | {"file": str(path)}
 
 
+def _measured_as(name: str, release: str) -> tuple[str, str]:
+    """The model whose measurement answers for `name`: its base, where it is an adapted model
+    (the same layers and shapes, so the same speed and the same numerics' behaviour)."""
+    base = base_of(name)
+    return (name, release) if base == name else (base, release_of(base))
+
+
 def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
     """A record answers for a pool that holds its choice (a home keeps its index's model) or
     whose every candidate it measured."""
@@ -203,6 +213,7 @@ def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
 
 def recorded(name: str, release: str, home: Path | None = None) -> dict | None:
     """The home's recorded measurement as it stands, whatever machine made it; None if none."""
+    name, release = _measured_as(name, release)
     return _read(onnx_runtime.model_dir(name, release, home) / CHOICE_FILE)
 
 

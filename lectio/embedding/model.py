@@ -26,7 +26,7 @@ import numpy as np
 
 from lectio.embedding import backends, numerics, onnx_runtime, torch_runtime
 from lectio.embedding.packaged import (DIMENSIONS, MAX_SEQ_TOKENS, MAX_TEXT_TOKENS, MODEL_NAME,  # noqa: F401
-                                       PACKAGED_MODELS, model_path, release_of)
+                                       PACKAGED_MODELS, base_of, home_choice, known, model_path, release_of)
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ModelChoice:
         precisions = [p for p in parts if p in numerics.PRECISIONS]
         kinds = [p for p in parts if p in backends.BACKENDS]
         choice = cls(name, (precisions or [numerics.DEFAULT])[0], (kinds or [backends.DEFAULT])[0])
-        if (name not in PACKAGED_MODELS or len(precisions) > 1 or len(kinds) > 1
+        if (not known(name) or len(precisions) > 1 or len(kinds) > 1
                 or len(parts) != len(precisions) + len(kinds)
                 or choice.precision not in backends.PRECISIONS[choice.backend]):
             raise ValueError(f"embedding model {model_id!r} is not one this lectio can load "
@@ -69,28 +69,39 @@ class ModelChoice:
         return choice
 
 
-def configured_name() -> str:
-    """LECTIO_EMBED_MODEL (checked): which packaged model, whatever runtime runs it."""
-    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or MODEL_NAME
-    if name not in PACKAGED_MODELS:
-        raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)}, not {name!r}")
+def _named() -> str | None:
+    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or None
+    if name is not None and not known(name):
+        raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)} or a model adapted "
+                         f"from it (<model>-adapted-<fingerprint>), not {name!r}")
     return name
 
 
+def configured_name() -> str:
+    """Which model, whatever runtime runs it: LECTIO_EMBED_MODEL (checked), else the adapted model
+    this home's gate switched to, else the packaged one."""
+    return _named() or home_choice() or MODEL_NAME
+
+
 def fp32_model() -> ModelChoice:
-    """The configured model's fp32 vectors (torch's id; ONNX fp32 gives the same vectors), for
-    what must not wait for this machine's measurement or move with it: the semantic splitter's
-    sentence vectors, which decide chunk boundaries and so are part of a ruleset's version."""
-    return ModelChoice(configured_name())
+    """The packaged model's fp32 vectors (torch's id; ONNX fp32 gives the same vectors), for what
+    must not wait for this machine's measurement or move with it: the semantic splitter's sentence
+    vectors, which decide chunk boundaries and so are part of a ruleset's version. An adapted
+    model is never used here: it was trained on the chunks its base's boundaries made, and moving
+    them with it would change what the gate compares."""
+    return ModelChoice(base_of(_named() or MODEL_NAME))
 
 
-@lru_cache(maxsize=4)
 def configured_model(backend: str | None = None) -> ModelChoice:
-    """The model new embeddings are made with: LECTIO_EMBED_MODEL (checked), and its backend and
-    numerics: `backend` where the caller names one, else LECTIO_EMBED_BACKEND and
-    LECTIO_EMBED_PRECISION, and what they leave open as this machine measured fastest among the
-    runtimes close enough to fp32 (lectio.embedding.backends)."""
-    name = configured_name()
+    """The model new embeddings are made with (configured_name), and its backend and numerics:
+    `backend` where the caller names one, else LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION,
+    and what they leave open as this machine measured fastest among the runtimes close enough to
+    fp32 (lectio.embedding.backends)."""
+    return _configured(configured_name(), backend)
+
+
+@lru_cache(maxsize=8)
+def _configured(name: str, backend: str | None) -> ModelChoice:
     chosen_backend, precision = backends.choose(name, release_of(name), backend)
     return ModelChoice(name, precision, chosen_backend)
 
@@ -215,7 +226,7 @@ def _query_session(name: str, release: str, home_setting: str | None) -> tuple[i
 def check_settings() -> None:
     """The model, backend and numerics settings, each checked (one line naming the variable),
     without measuring anything."""
-    configured_name()
+    _named()
     backend, precision = backends.requested(), numerics.requested()
     if backend == "onnx":
         onnx_runtime.require()

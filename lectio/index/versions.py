@@ -18,6 +18,7 @@ import pandas as pd
 import psycopg
 from psycopg import sql
 
+from lectio.embedding.packaged import follow_live
 from lectio.index import locks, mirror, tables
 from lectio.settings import load_settings
 
@@ -112,8 +113,11 @@ def find_ready_version(conn: psycopg.Connection, fp: str) -> str | None:
 
 
 def switch_live(conn: psycopg.Connection, version: str) -> None:
+    """Make `version` the one searched. The home then embeds new text with its model (an adapted
+    model stays the home's after a migration to it; a switch back to a packaged model's version
+    goes back to that)."""
     with conn.transaction():
-        status = conn.execute("SELECT status FROM index_versions WHERE version = %s", (version,)).fetchone()
+        status = conn.execute("SELECT status, model_id FROM index_versions WHERE version = %s", (version,)).fetchone()
         if status is None:
             raise ValueError(f"no index version {version!r}")
         if status[0] == "revoked":
@@ -126,6 +130,7 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
             "WHERE live_index.version IS DISTINCT FROM EXCLUDED.version",
             (version,),
         )
+    follow_live(status[1].partition("@")[0])
 
 
 def revoked_reason(conn: psycopg.Connection, version: str) -> str:

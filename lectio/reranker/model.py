@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -127,15 +126,16 @@ class CrossEncoder:
 _LOADING = threading.Lock()
 
 
-@lru_cache(maxsize=4)
-def _loaded(folder: str, precision: str) -> CrossEncoder:
-    return CrossEncoder.load(Path(folder), precision)
-
-
-def loaded(folder: Path, precision: str) -> CrossEncoder:
-    """One loaded copy per model and numerics in a process: searches share it."""
+def loaded(home: Path, model_id: str) -> CrossEncoder:
+    """A home's trained reranker by id, in the numerics the home measured fastest for the
+    embedding model of the same architecture: loaded once per process, searches share it."""
     with _LOADING:
-        return _loaded(str(folder), precision)
+        return _loaded(str(home), model_id)
+
+
+@lru_cache(maxsize=4)
+def _loaded(home: str, model_id: str) -> CrossEncoder:
+    return CrossEncoder.load(find(Path(home), model_id), precision(Path(home)))
 
 
 def precision(home: Path) -> str:
@@ -163,8 +163,7 @@ def active(home: Path) -> str | None:
 
 def set_active(home: Path, evidence: dict) -> None:
     """Written beside and moved in: a search never reads half a choice."""
-    folder = models_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    work = folder / f".{ACTIVE}.{os.getpid()}"
-    work.write_text(json.dumps(evidence, indent=2) + "\n")
-    os.replace(work, folder / ACTIVE)
+    from lectio.embedding.model_file import write_whole
+
+    models_dir(home).mkdir(parents=True, exist_ok=True)
+    write_whole(models_dir(home) / ACTIVE, json.dumps(evidence, indent=2) + "\n")

@@ -60,7 +60,9 @@ class Rerank:
         if chosen is None:
             return hits
         head = hits[:self.head]
-        scores = _encoder(chosen).score(ctx.query, [hit.text for hit in head], self.tokens)
+        from lectio.reranker.model import loaded
+
+        scores = loaded(_home(), chosen).score(ctx.query, [hit.text for hit in head], self.tokens)
         return fuse(head, scores.tolist(), self.weight) + hits[self.head:]
 
 
@@ -81,16 +83,6 @@ def _chosen(model: str) -> str | None:
     from lectio.reranker.model import active
 
     return active(_home())
-
-
-@lru_cache(maxsize=8)
-def _encoder(model: str):
-    """The trained model a setting names, loaded once per process, in the numerics this machine
-    measured fastest for the embedding model of the same architecture."""
-    from lectio.reranker.model import find, loaded, precision
-
-    home = _home()
-    return loaded(find(home, model), precision(home))
 
 
 def _home():

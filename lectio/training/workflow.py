@@ -11,7 +11,7 @@ from lectio.embedding.model import Embedder
 from lectio.index import versions
 from lectio.reranker.model import precision
 from lectio.sources import load_sources
-from lectio.training import store, trainer
+from lectio.training import embedder, store, trainer
 from lectio.training.pairs import Pair
 from lectio.training.guard import Guard, evaluation_sources
 
@@ -48,3 +48,25 @@ def recipe(steps: int | None = None, layers: int | None = None) -> trainer.Recip
 def train(made: list[Pair], home: Path, chosen: trainer.Recipe,
           progress: Callable[[int, int, float], None] | None = None) -> dict:
     return trainer.train(made, home, chosen, precision(home), progress)
+
+
+def adapt_recipe(steps: int | None = None) -> embedder.Recipe:
+    chosen = embedder.Recipe()
+    if steps is not None:
+        if steps < 1:
+            raise ValueError(f"--steps must be at least 1, not {steps}")
+        chosen = replace(chosen, steps=steps, eval_every=min(chosen.eval_every, steps))
+    return chosen
+
+
+def adapt(made: list[Pair], home: Path, chosen: embedder.Recipe,
+          progress: Callable[[int, int, float], None] | None = None) -> dict:
+    """The embedder adapted on `made` (trained, or found by its id), exported to ONNX and checked
+    against its torch weights where ONNX Runtime is installed, as the packaged model is."""
+    from lectio.embedding import onnx_runtime
+    from lectio.embedding.packaged import ADAPTED_RELEASE
+
+    record = embedder.train(made, home, chosen, precision(home), progress)
+    if onnx_runtime.available():
+        onnx_runtime.ensure_export(record["id"], ADAPTED_RELEASE, "fp32", home)
+    return record

@@ -17,7 +17,7 @@ from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
 def _clear():
-    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
+    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 

@@ -10,12 +10,12 @@ from lectio.embedding import backends, model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
+    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
         cached.cache_clear()
     # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
     monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.requested, backends.choose, model.configured_model, model._query_choice):
+    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -36,7 +36,7 @@ def test_measured_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     assert numerics.requested() == "fp32" and "+" not in model.model_id()
     numerics.requested.cache_clear()
     backends.choose.cache_clear()
-    model.configured_model.cache_clear()
+    model._configured.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.requested() == "bf16" and model.model_id().endswith("+bf16")
     numerics.requested.cache_clear()
@@ -47,11 +47,11 @@ def test_measured_unless_told_and_the_precision_is_in_the_cache_key(fresh):
 
 def test_the_model_is_a_setting_and_a_version_names_its_own(fresh):
     fresh.setenv("LECTIO_EMBED_MODEL", "all-mpnet-base-v2")
-    with pytest.raises(ValueError, match="LECTIO_EMBED_MODEL must be one of all-MiniLM-L6-v2, not 'all-mpnet-base-v2'"):
+    with pytest.raises(ValueError, match="LECTIO_EMBED_MODEL must be one of all-MiniLM-L6-v2 or a model adapted from it .*not 'all-mpnet-base-v2'"):
         model.configured_model()
     fresh.delenv("LECTIO_EMBED_MODEL")
     fresh.setenv("LECTIO_EMBED_PRECISION", "fp32")
-    model.configured_model.cache_clear()
+    model._configured.cache_clear()
     default = model.Embedder()
     assert default.for_model(default.model_id) is default
     # A version embedded in int8 is searched with int8 query vectors, whatever this process embeds in.

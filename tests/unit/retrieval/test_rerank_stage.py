@@ -45,15 +45,13 @@ def test_fusion_with_the_fused_order():
 
 
 def test_the_stage_reorders_its_head_and_leaves_the_rest(monkeypatch):
-    from lectio.retrieval import reranking
-
     class Scorer:
         def score(self, query, texts, max_tokens):
             import numpy as np
 
             return np.array([float(len(t)) for t in texts])
 
-    monkeypatch.setattr(reranking, "_encoder", lambda model: Scorer())
+    monkeypatch.setattr("lectio.reranker.model.loaded", lambda home, model: Scorer())
     given = [Hit(f"h{i}", 1.0, text="x" * (i + 1)) for i in range(6)]
     stage = Rerank("m", head=3, tokens=64, weight=5.0)
     ranked = stage.apply(given, stages.Context(None, "t", "q", 2, kind=None))
