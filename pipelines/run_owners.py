@@ -21,6 +21,10 @@ from pipelines.dagster_internals import JobFailureData, RunFailureReason
 OWNER_MACHINE_TAG = "lectio/owner_machine"
 OWNER_PID_TAG = "lectio/owner_pid"
 OWNER_STARTED_TAG = "lectio/owner_started"  # the process's start time (epoch seconds)
+# The run the process executes. Dagster copies a run's tags to its re-execution (the UI's
+# Re-execute), which another process executes: tags naming a run other than the one they are on
+# were copied, and prove nothing about that run's process.
+OWNER_RUN_TAG = "lectio/owner_run"
 # Two start times of one process, as psutil reads them at different moments, differ by rounding
 # only; a new process that reused the pid started later than its run did.
 SAME_START_SECONDS = 1.0
@@ -37,18 +41,20 @@ def this_machine() -> str:
         return host
 
 
-def owner_tags() -> dict[str, str]:
-    """Tags naming this process, for a run it executes itself."""
+def owner_tags(run_id: str) -> dict[str, str]:
+    """Tags naming this process, for the run `run_id` it executes itself."""
     me = psutil.Process()
-    return {OWNER_MACHINE_TAG: this_machine(), OWNER_PID_TAG: str(me.pid), OWNER_STARTED_TAG: f"{me.create_time():.2f}"}
+    return {OWNER_MACHINE_TAG: this_machine(), OWNER_PID_TAG: str(me.pid), OWNER_STARTED_TAG: f"{me.create_time():.2f}",
+            OWNER_RUN_TAG: run_id}
 
 
 def owner_gone(run: DagsterRun) -> str | None:
     """Why the process that executed `run` is known to be gone, or None: it still runs, or it is
-    not one this process can see (no owner tags: the daemon launched the run; another machine or
-    container), which Dagster's own monitoring is left to."""
+    not one this process can see (no owner tags: the daemon launched the run; tags copied from
+    another run, as a re-execution has; another machine or container), which Dagster's own
+    monitoring is left to."""
     tags = run.tags
-    if tags.get(OWNER_MACHINE_TAG) != this_machine():
+    if tags.get(OWNER_RUN_TAG) != run.run_id or tags.get(OWNER_MACHINE_TAG) != this_machine():
         return None
     pid, started = int(tags[OWNER_PID_TAG]), float(tags[OWNER_STARTED_TAG])
     try:

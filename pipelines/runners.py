@@ -12,6 +12,7 @@ import signal
 import socket
 import threading
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -65,9 +66,11 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
     The run also names this process (pipelines.run_owners): no launcher watches it, and killed,
     it would otherwise stay STARTED, holding a slot of the run queue."""
     origin = ui_origin(defs, job_name)
+    run_id = str(uuid.uuid4())  # Dagster's run ids are uuid4s; known first, so the owner tags can name it
     result = defs.resolve_job_def(job_name).execute_in_process(
-        instance=instance, raise_on_error=False,
-        tags={**(tags or {}), **owner_tags(), REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()}, **kwargs)
+        instance=instance, raise_on_error=False, run_id=run_id,
+        tags={**(tags or {}), **owner_tags(run_id), REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()},
+        **kwargs)
     instance.run_storage.replace_job_origin(instance.get_run_by_id(result.run_id), origin)
     return result
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from lectio.embedding import numerics
 from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, adapted_dir, model_path, release_of
+from lectio.training.loop import Schedule, fit
 from lectio.training.pairs import Pair, fingerprint
 
 RECORD = "embedder.json"
@@ -97,44 +98,14 @@ def _fit(train_split: list[Pair], validation: list[Pair], recipe: Recipe, precis
     import torch
 
     torch.manual_seed(recipe.seed)
-    rng = random.Random(recipe.seed)
     model = base_model()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
-    warm = max(1, int(recipe.steps * recipe.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warm, max(0.0, (recipe.steps - s) / max(1, recipe.steps - warm))))
-    checks = [{"step": 0} | validate(model, validation, recipe, precision)] if validation else []
-    best = (checks[0]["mrr"], _copy(model)) if checks else None
-    order, curve, window = [], [], []
-    for step in range(1, recipe.steps + 1):
-        if len(order) < recipe.batch:
-            order += rng.sample(range(len(train_split)), len(train_split))
-        batch = [train_split[order.pop()] for _ in range(recipe.batch)]
-        model.train()
-        with numerics.autocast(precision):
-            loss = batch_loss(model, batch, recipe, rng)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        window.append(loss.item())
-        if step % 10 == 0 or step == recipe.steps:
-            curve.append({"step": step, "loss": round(sum(window) / len(window), 4)})
-            window = []
-        if validation and (step % recipe.eval_every == 0 or step == recipe.steps):
-            checks.append({"step": step} | validate(model, validation, recipe, precision))
-            if checks[-1]["mrr"] > best[0]:
-                best = (checks[-1]["mrr"], _copy(model))
-        if progress:
-            progress(step, recipe.steps, window[-1] if window else curve[-1]["loss"])
-    if best is not None:
-        model.load_state_dict(best[1])
-    return model.eval(), curve, checks
-
-
-def _copy(model) -> dict:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    schedule = Schedule(recipe.steps, recipe.batch, recipe.learning_rate, recipe.warmup, recipe.eval_every,
+                        recipe.seed)
+    curve, checks = fit(model, train_split, schedule, precision,
+                        lambda batch, rng: batch_loss(model, batch, recipe, rng),
+                        (lambda: validate(model, validation, recipe, precision)) if validation else None,
+                        progress, score_first=True)
+    return model, curve, checks
 
 
 def embed(model, texts: list[str], max_tokens: int, group: int = 16):

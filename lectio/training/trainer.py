@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -22,6 +21,7 @@ from pathlib import Path
 from lectio.embedding import numerics
 from lectio.embedding.packaged import MODEL_NAME, model_path, release_of
 from lectio.reranker.model import RECORD, models_dir, quiet_transformers, save, scorer
+from lectio.training.loop import Schedule, fit
 from lectio.training.pairs import Pair, fingerprint
 
 
@@ -71,41 +71,14 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
 
 
 def _fit(train_split, validation, recipe: Recipe, precision: str, progress):
-    import torch
-
-    rng = random.Random(recipe.seed)
     model, tokenizer = untrained(recipe)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
-    warm = max(1, int(recipe.steps * recipe.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warm, max(0.0, (recipe.steps - s) / max(1, recipe.steps - warm))))
-    order, curve, checks, best, window = [], [], [], None, []
-    for step in range(1, recipe.steps + 1):
-        if len(order) < recipe.groups_per_step:
-            order += rng.sample(range(len(train_split)), len(train_split))
-        groups = [train_split[order.pop()] for _ in range(recipe.groups_per_step)]
-        model.train()
-        with numerics.autocast(precision):
-            loss = _group_loss(model, tokenizer, groups, recipe.max_tokens)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        last = loss.item()
-        window.append(last)
-        if step % 10 == 0 or step == recipe.steps:
-            curve.append({"step": step, "loss": round(sum(window) / len(window), 4)})
-            window = []
-        if validation and (step % recipe.eval_every == 0 or step == recipe.steps):
-            checks.append({"step": step} | validate(model, tokenizer, validation, recipe.max_tokens, precision))
-            if best is None or checks[-1]["mrr"] > best[0]:
-                best = (checks[-1]["mrr"], {k: v.detach().clone() for k, v in model.state_dict().items()})
-        if progress:
-            progress(step, recipe.steps, last)
-    if best is not None:
-        model.load_state_dict(best[1])
-    return model.eval(), tokenizer, curve, checks
+    schedule = Schedule(recipe.steps, recipe.groups_per_step, recipe.learning_rate, recipe.warmup,
+                        recipe.eval_every, recipe.seed)
+    curve, checks = fit(model, train_split, schedule, precision,
+                        lambda groups, _: _group_loss(model, tokenizer, groups, recipe.max_tokens),
+                        (lambda: validate(model, tokenizer, validation, recipe.max_tokens, precision))
+                        if validation else None, progress)
+    return model, tokenizer, curve, checks
 
 
 def _base(layers: int):

@@ -510,3 +510,36 @@ def test_index_prune_keeps_live_and_rollback_and_waits_for_no_migration(home, ca
         remaining = {v["version"] for v in out["versions"]}
         assert remaining == {live, previous} - {None}
         assert set(out["dropped"]) == before - remaining
+
+
+def test_an_adapted_embedder_comes_in_by_migration_and_the_home_keeps_it_until_it_goes_back(home, capsys):
+    from lectio.embedding import onnx_runtime
+    from lectio.embedding.model import Embedder
+    from lectio.embedding.packaged import ADAPTED_RELEASE, MODEL_NAME, home_choice
+
+    capsys.readouterr()
+    assert cli(["model", "adapt", "--steps", "2", "--json"]) == 0
+    adapted = json.loads(capsys.readouterr().out)["id"]
+    assert adapted.startswith(f"{MODEL_NAME}-adapted-")
+    # Exported to ONNX and checked as the packaged model is: the file and the digest recorded beside it.
+    exported = onnx_runtime.model_file(adapted, ADAPTED_RELEASE, "fp32", home.settings.home)
+    assert exported.is_file() and onnx_runtime.recorded_digest(exported)
+    assert cli(["migrate", "--embedder", "nothing-adapted", "--queries", str(QUERIES)]) == 2
+    assert "no adapted embedder 'nothing-adapted'" in capsys.readouterr().err
+
+    lenient = ("--tolerance", "1", "--tolerance-for", "budget_recall@1000=1")
+    code, out = migrate(capsys, home.settings.sources_file, "--embedder", "latest", *lenient)
+    assert code == 0 and out["gate"]["decision"] == "switch", out["reason"]
+    with home.connect() as conn:
+        live = versions.get_version(conn, None)
+        assert live.model_id.startswith(f"{adapted}@{ADAPTED_RELEASE}")
+        # Its queries are embedded by its own model, and the home's next runs embed with it too.
+        assert Embedder.for_queries_of(live.model_id).choice.name == adapted
+        assert home_choice() == adapted and "LECTIO_EMBED_MODEL" not in os.environ
+        assert search(conn, SearchRequest("love your enemies and pray")).index_version == live.version
+
+    code, out = migrate(capsys, home.settings.sources_file, "--embedder", "base", *lenient)
+    assert code == 0 and out["gate"]["decision"] == "switch", out["reason"]
+    with home.connect() as conn:
+        assert versions.get_version(conn, None).model_id.startswith(f"{MODEL_NAME}@")
+    assert home_choice() is None

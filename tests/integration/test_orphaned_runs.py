@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -63,11 +64,18 @@ def test_a_killed_lectio_run_has_its_started_run_failed_and_its_queue_slot_freed
             assert run.run_id not in _in_progress(instance)
             assert _free_slots(instance) == free_before + 1
             # A run whose process still runs (this test's) is left alone.
+            own = str(uuid.uuid4())
             alive = instance.create_run_for_job(job_def=defs.resolve_job_def(INGEST_JOB), status=DagsterRunStatus.STARTED,
-                                                tags=owner_tags())
+                                                run_id=own, tags=owner_tags(own))
+            # So is a re-execution of the killed run (the UI's Re-execute): Dagster copies the
+            # parent's tags, owner tags of the dead process among them, to a run another process runs.
+            again = instance.create_run_for_job(job_def=defs.resolve_job_def(INGEST_JOB), status=DagsterRunStatus.STARTED,
+                                                tags=run.tags)
             sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
             assert instance.get_run_by_id(alive.run_id).status == DagsterRunStatus.STARTED
+            assert instance.get_run_by_id(again.run_id).status == DagsterRunStatus.STARTED
             instance.delete_run(alive.run_id)
+            instance.delete_run(again.run_id)
 
 
 def _started_run(instance, process):

@@ -137,7 +137,7 @@ def psycopg_conn(settings):
     return ensure_database(settings).connect()
 
 
-def test_training_pairs_then_reranker_in_dagster_on_the_live_index(main_run, settings, tmp_path):
+def test_training_pairs_then_reranker_and_adapted_embedder_in_dagster_on_the_live_index(main_run, settings, tmp_path):
     from dagster import AssetKey, FilesystemIOManager, materialize
 
     from pipelines.definitions import build_definitions
@@ -145,20 +145,27 @@ def test_training_pairs_then_reranker_in_dagster_on_the_live_index(main_run, set
     defs = build_definitions(settings.sources_file)
     graph = defs.resolve_asset_graph()
     assert graph.get(AssetKey("reranker")).parent_keys == {AssetKey("training_pairs")}
+    assert graph.get(AssetKey("adapted_embedder")).parent_keys == {AssetKey("training_pairs")}
     assert graph.get(AssetKey("training_pairs")).parent_keys == {AssetKey("search_index")}
-    chosen = [a for a in defs.assets if a.key.path[0] in ("training_pairs", "reranker")]
+    names = ["training_pairs", "reranker", "adapted_embedder"]
+    chosen = [a for a in defs.assets if a.key.path[0] in names]
     resources = dict(defs.resources) | {"io_manager": FilesystemIOManager(base_dir=str(tmp_path))}
-    run_config = {"ops": {"reranker": {"config": {"steps": 2, "layers": 1}}}}
-    result = materialize(chosen, resources=resources, run_config=run_config, selection=["training_pairs", "reranker"])
+    run_config = {"ops": {"reranker": {"config": {"steps": 2, "layers": 1}},
+                          "adapted_embedder": {"config": {"steps": 2}}}}
+    result = materialize(chosen, resources=resources, run_config=run_config, selection=names)
     assert result.success
+    adapted = result.asset_materializations_for_node("adapted_embedder")[0].metadata
+    assert adapted["model"].value.startswith("all-MiniLM-L6-v2-adapted-") and adapted["seconds"].value > 0
+    assert "validation mrr untrained" in adapted and "data:image/png;base64," in adapted["loss curve"].value
     made = result.asset_materializations_for_node("training_pairs")[0].metadata
     assert made["pairs"].value > 0 and "commentary:mhcc" in made["by origin"].value
     trained = result.asset_materializations_for_node("reranker")[0].metadata
     assert trained["model"].value.startswith("rerank-minilm-l1-") and "data:image/png;base64," in trained["loss curve"].value
     # Again with nothing changed: the pairs are read back and the model found, not trained again.
-    again = materialize(chosen, resources=resources, run_config=run_config, selection=["training_pairs", "reranker"])
+    again = materialize(chosen, resources=resources, run_config=run_config, selection=names)
     assert again.asset_materializations_for_node("training_pairs")[0].metadata["made now"].value is False
     assert again.asset_materializations_for_node("reranker")[0].metadata["reused"].value is True
+    assert again.asset_materializations_for_node("adapted_embedder")[0].metadata["reused"].value is True
 
 
 def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_run, settings, corpus):

@@ -9,11 +9,19 @@ import sys
 import psutil
 from dagster import DagsterRun
 
-from pipelines.run_owners import OWNER_MACHINE_TAG, OWNER_PID_TAG, OWNER_STARTED_TAG, owner_gone, owner_tags
+from pipelines.run_owners import OWNER_MACHINE_TAG, OWNER_PID_TAG, OWNER_STARTED_TAG, owner_gone
+
+RUN_ID = "0b6d2a1e-0000-4000-8000-000000000001"
 
 
-def _run(tags: dict[str, str]) -> DagsterRun:
-    return DagsterRun(job_name="ingest_source", tags=tags)
+def owner_tags() -> dict[str, str]:
+    from pipelines.run_owners import owner_tags as of_run
+
+    return of_run(RUN_ID)
+
+
+def _run(tags: dict[str, str], run_id: str = RUN_ID) -> DagsterRun:
+    return DagsterRun(job_name="ingest_source", run_id=run_id, tags=tags)
 
 
 def test_a_run_of_this_living_process_is_not_gone():
@@ -39,3 +47,13 @@ def test_runs_it_cannot_see_are_left_to_dagster():
     # No owner tags (the daemon launched it), or another machine or container, where a pid means nothing here.
     assert owner_gone(_run({})) is None
     assert owner_gone(_run({**owner_tags(), OWNER_MACHINE_TAG: "elsewhere pid:[1]", OWNER_PID_TAG: str(2**22 + os.getpid())})) is None
+
+
+def test_owner_tags_copied_to_another_run_prove_nothing():
+    # A re-execution carries its parent's tags: they name the parent's process and the parent's
+    # run, and another process executes it. Its parent's process being gone says nothing about it.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    copied = {**owner_tags(), OWNER_PID_TAG: str(child.pid), OWNER_STARTED_TAG: "1.00"}
+    assert owner_gone(_run(copied)) is not None  # the parent itself: its process is gone
+    assert owner_gone(_run(copied, run_id="0b6d2a1e-0000-4000-8000-000000000002")) is None

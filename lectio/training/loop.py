@@ -1,0 +1,75 @@
+"""The training loop both learners share (the reranker and the adapted embedder): seeded batches
+drawn through the train split epoch by epoch, AdamW with a linear warm-up and decay, gradients
+clipped, the loss curve averaged over every ten steps, and the validation scored every
+`eval_every` steps, the best-scoring state kept and restored at the end, so a run that starts to
+overfit ends with the model it had at its best."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lectio.embedding import numerics
+
+
+@dataclass(frozen=True)
+class Schedule:
+    steps: int
+    batch: int  # items of the train split per step
+    learning_rate: float
+    warmup: float  # share of the steps the learning rate climbs over
+    eval_every: int
+    seed: int
+
+
+def fit(model, items: Sequence, schedule: Schedule, precision: str,
+        loss: Callable[[list, random.Random], object], validate: Callable[[], dict] | None,
+        progress: Callable[[int, int, float], None] | None = None,
+        score_first: bool = False) -> tuple[list[dict], list[dict]]:
+    """Train `model` in place on `items` by `loss(batch, rng)`; (loss curve, validation checks).
+    `validate` returns a dict with "mrr", the score that decides the state kept; `score_first`
+    scores the untrained model too, as the first check."""
+    import torch
+
+    rng = random.Random(schedule.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.learning_rate)
+    warm = max(1, int(schedule.steps * schedule.warmup))
+    decay = max(1, schedule.steps - warm)
+    lr = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warm, max(0.0, (schedule.steps - s) / decay)))
+    checks, best = [], None
+
+    def check(step: int) -> None:
+        nonlocal best
+        checks.append({"step": step} | validate())
+        if best is None or checks[-1]["mrr"] > best[0]:
+            best = (checks[-1]["mrr"], {k: v.detach().clone() for k, v in model.state_dict().items()})
+
+    if validate and score_first:
+        check(0)
+    order, curve, window = [], [], []
+    for step in range(1, schedule.steps + 1):
+        if len(order) < schedule.batch:
+            order += rng.sample(range(len(items)), len(items))
+        batch = [items[order.pop()] for _ in range(schedule.batch)]
+        model.train()
+        with numerics.autocast(precision):
+            value = loss(batch, rng)
+        value.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        lr.step()
+        optimizer.zero_grad()
+        window.append(value.item())
+        if step % 10 == 0 or step == schedule.steps:
+            curve.append({"step": step, "loss": round(sum(window) / len(window), 4)})
+            window = []
+        if validate and (step % schedule.eval_every == 0 or step == schedule.steps):
+            check(step)
+        if progress:
+            progress(step, schedule.steps, value.item())
+    if best is not None:
+        model.load_state_dict(best[1])
+    model.eval()
+    return curve, checks
