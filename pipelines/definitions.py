@@ -10,6 +10,7 @@ from dagster import (
     ExecutorDefinition,
     ResourceDefinition,
     FilesystemIOManager,
+    IOManagerDefinition,
     StaticPartitionsDefinition,
     define_asset_job,
     in_process_executor,
@@ -40,6 +41,15 @@ def lectio_resources(settings: Settings, sources_file: Path) -> dict:
         "embedder": EmbedderResource(backend=env("LECTIO_EMBED_BACKEND", None)),
     }
     return {key: _fixed(value) for key, value in resources.items()}
+
+
+def _fixed_storage(folder: Path) -> IOManagerDefinition:
+    """The steps' stored outputs under the home, with an empty config schema as _fixed: they hold
+    chunks and their ACLs, so a launchpad `base_dir` would let a run load pickles, and the ACLs in
+    them, from any folder the code location can read."""
+    storage = FilesystemIOManager(base_dir=str(folder))
+    return IOManagerDefinition(resource_fn=storage.create_io_manager, config_schema={},
+                               description="Stored step outputs under the home's storage folder.")
 
 
 def _fixed(resource) -> ResourceDefinition:
@@ -88,7 +98,7 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
         sensors=build_sensors(jobs),
         resources={
             **lectio_resources(settings, sources_file),
-            "io_manager": FilesystemIOManager(base_dir=str(settings.storage_dir)),
+            "io_manager": _fixed_storage(settings.storage_dir),
         },
     )
 

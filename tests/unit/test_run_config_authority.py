@@ -1,7 +1,8 @@
 """Who may read what is the deployment's to say, never a run's. A run launched from the UI once
 set `resources.corpus.config.sources_file` to a file of its own (with `allow_outside: true` and
 `acl: [public]`), published a root-only file to anonymous search and revoked every other
-version; `writer_lock_held: true` let a build skip the writer lock beside a running writer."""
+version; `writer_lock_held: true` let a build skip the writer lock beside a running writer;
+`resources.io_manager.config.base_dir` was accepted too."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ OVERRIDES = {
     "corpus": {"sources_file": "/tmp/evil/sources.yaml", "corpus_dir": "/"},
     "database": {"home": "/tmp/evil", "url": "postgresql://evil@/postgres"},
     "embedder": {"backend": "torch", "batch_size": 1},
+    # The stored step outputs hold chunks and their ACLs: pickles from any readable folder.
+    "io_manager": {"base_dir": "/tmp/evil"},
 }
 
 
