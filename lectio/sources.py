@@ -68,6 +68,12 @@ def check_principals(principals) -> tuple[str, ...]:
     return checked
 
 
+def callers(principals) -> tuple[str, ...]:
+    """Who a caller is, checked: its principals, and `public` always, since what anyone may read
+    any caller may (every door, CLI, library and service, asks by this one rule)."""
+    return tuple(dict.fromkeys(("public", *check_principals(principals))))
+
+
 class SourceError(Exception):
     """A source that cannot be read; the message names the source and the problem."""
 

@@ -30,6 +30,7 @@ from lectio.retrieval.expansion import expansion_words
 from lectio.rulesets.strongs import plain_letters
 from lectio.embedding.model import Embedder, one_model_thread
 from lectio.bible.refs import RefRange, UnknownReference
+from lectio.sources import callers
 
 DEFAULT_PRINCIPALS = ("public",)
 # With several translations indexed, one is preferred unless the caller names another.
@@ -113,6 +114,7 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
     `conn` answers the lexical side."""
     if request.k < 1:
         raise ValueError(f"k must be at least 1, not {request.k}")
+    request = replace(request, principals=callers(request.principals))
     if len(request.query) > MAX_QUERY_CHARS:
         raise ValueError(f"the query is {len(request.query):,} characters long; at most {MAX_QUERY_CHARS:,} are "
                          "searched (a question, a statement or a paragraph)")
@@ -135,7 +137,11 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.
         security.act_as_reader(conn, request.principals)
-        return replace(_route(searcher, meant, ranges), query=query)
+        response = replace(_route(searcher, meant, ranges), query=query)
+    if not response.results and response.message is None:
+        response.message = (f"no results: nothing that {', '.join(request.principals)} may read matches this query"
+                            + (" and its filters" if request.filters != Filters() else ""))
+    return response
 
 
 def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, reference: bool, embedder: Embedder | None,

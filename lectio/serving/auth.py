@@ -19,7 +19,7 @@ import jwt
 
 from lectio.index.security import token_max_seconds
 from lectio.settings import AuthSettings
-from lectio.sources import check_principals
+from lectio.sources import callers
 
 PUBLIC = ("public",)
 # RFC 7518 3.2: an HS256 key shorter than the hash (32 bytes) is guessable offline from one token.
@@ -81,10 +81,9 @@ class Verifier:
         if any(len(p) > MAX_PRINCIPAL_CHARS for p in given):
             raise AuthError(400, f"a principal in the token is longer than {MAX_PRINCIPAL_CHARS} characters")
         try:
-            principals = check_principals(given)
+            return callers(given)
         except ValueError as exc:
             raise AuthError(400, f"the token's principals: {exc}") from None
-        return tuple(dict.fromkeys((*PUBLIC, *principals)))
 
     def _claims(self, token: str) -> dict:
         keys = [(k, alg) for k, alg in ((self.secret, "HS256"), (self.public_key, "RS256")) if k]

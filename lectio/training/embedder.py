@@ -100,11 +100,11 @@ def _fit(train_split: list[Pair], validation: list[Pair], recipe: Recipe, precis
     torch.manual_seed(recipe.seed)
     model = base_model()
     schedule = Schedule(recipe.steps, recipe.batch, recipe.learning_rate, recipe.warmup, recipe.eval_every,
-                        recipe.seed)
+                        recipe.seed, score_untrained=True)
     curve, checks = fit(model, train_split, schedule, precision,
                         lambda batch, rng: batch_loss(model, batch, recipe, rng),
                         (lambda: validate(model, validation, recipe, precision)) if validation else None,
-                        progress, score_first=True)
+                        progress)
     return model, curve, checks
 
 

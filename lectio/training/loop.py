@@ -21,15 +21,14 @@ class Schedule:
     warmup: float  # share of the steps the learning rate climbs over
     eval_every: int
     seed: int
+    score_untrained: bool = False  # score the model before its first step too, as the first check
 
 
 def fit(model, items: Sequence, schedule: Schedule, precision: str,
         loss: Callable[[list, random.Random], object], validate: Callable[[], dict] | None,
-        progress: Callable[[int, int, float], None] | None = None,
-        score_first: bool = False) -> tuple[list[dict], list[dict]]:
+        progress: Callable[[int, int, float], None] | None = None) -> tuple[list[dict], list[dict]]:
     """Train `model` in place on `items` by `loss(batch, rng)`; (loss curve, validation checks).
-    `validate` returns a dict with "mrr", the score that decides the state kept; `score_first`
-    scores the untrained model too, as the first check."""
+    `validate` returns a dict with "mrr", the score that decides the state kept."""
     import torch
 
     rng = random.Random(schedule.seed)
@@ -46,11 +45,11 @@ def fit(model, items: Sequence, schedule: Schedule, precision: str,
         if best is None or checks[-1]["mrr"] > best[0]:
             best = (checks[-1]["mrr"], {k: v.detach().clone() for k, v in model.state_dict().items()})
 
-    if validate and score_first:
+    if validate and schedule.score_untrained:
         check(0)
     order, curve, window = [], [], []
     for step in range(1, schedule.steps + 1):
-        if len(order) < schedule.batch:
+        while len(order) < schedule.batch:  # a small home's split may be smaller than a batch
             order += rng.sample(range(len(items)), len(items))
         batch = [items[order.pop()] for _ in range(schedule.batch)]
         model.train()

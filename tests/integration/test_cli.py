@@ -66,6 +66,21 @@ def test_an_overlong_query_is_refused_at_every_door_with_one_line(main_run, tmp_
     assert cli(["search", ("grace " * 200)[:MAX_QUERY_CHARS], "--k", "1"]) == 0
 
 
+def test_a_named_principal_reads_what_public_may_and_an_empty_answer_says_why(main_run, capsys):
+    # The service always counts a caller as public too; the CLI and the library once did not, and
+    # `--principal user:carol --kind scripture` answered nothing, without a word.
+    capsys.readouterr()
+    assert cli(["search", "the Lord is my shepherd", "--principal", "user:carol", "--kind", "scripture",
+                "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["results"] and found["message"] is None
+    assert cli(["search", "the Lord is my shepherd", "--principal", "user:carol", "--kind", "scripture",
+                "--translation", "NOSUCH", "--mode", "lexical", "--json"]) == 1  # as grep: found nothing
+    empty = json.loads(capsys.readouterr().out)
+    assert not empty["results"]
+    assert empty["message"] == "no results: nothing that public, user:carol may read matches this query and its filters"
+
+
 def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys):
     """Which of two entries with one id is meant cannot be known, so such a file is refused
     before it judges any version: it once revoked the live one for naming none of its sources."""

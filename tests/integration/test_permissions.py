@@ -49,8 +49,12 @@ def test_private_notes_reach_only_their_owner_through_search(main_run, conn, dat
     # The second connection read as the reader role, under row-level security, with a token.
     assert len(second.vector_readers) == 6  # hybrid and vector, three readers each
     assert all(user == security.READER_ROLE and token for user, token in second.vector_readers)
-    # A reference lookup goes through the same rules: a principal granted nothing sees nothing.
-    assert search(conn, SearchRequest("Philippians 4:6", principals=("user:nobody",))).results == []
+    # A reference lookup goes through the same rules: a principal granted nothing sees what anyone
+    # may (every caller is public too, at every door), and nothing more.
+    nobody = search(conn, SearchRequest("Philippians 4:6", principals=("user:nobody",))).results
+    anyone = search(conn, SearchRequest("Philippians 4:6", principals=("public",))).results
+    assert nobody and [r.chunk_id for r in nobody] == [r.chunk_id for r in anyone]
+    assert not {r.source_id for r in nobody} & {"notes-alice", "notes-bob"}
 
 
 @pytest.fixture()
