@@ -171,13 +171,21 @@ def test_the_fastest_close_runtime_ingests_and_the_exact_ones_win_ties():
     assert slow["ingest"] == ("torch", "fp32")
 
 
-def test_a_noisy_machine_keeps_fp32_unless_the_faster_runtime_won_every_round():
+def test_a_noisy_machine_keeps_fp32_unless_the_faster_runtime_wins_round_by_round():
     close = {"torch/bf16": "close"}
-    mixed = _found({"torch/fp32": [8.2, 13.5, 9.0, 21.0], "torch/bf16": [8.6, 2.2, 6.0, 7.0]}, close)
-    assert backends.decide(mixed, quiet=False)["ingest"] == ("torch", "fp32")
+    mixed = _found({"torch/fp32": [8.2, 13.5, 9.0, 7.0], "torch/bf16": [8.6, 2.2, 9.5, 5.0]}, close)
+    assert backends.decide(mixed, quiet=False)["ingest"] == ("torch", "fp32")  # two rounds of four
     assert backends.decide(mixed, quiet=True)["ingest"] == ("torch", "bf16")  # its median is faster
     every = _found({"torch/fp32": [12.0, 8.2, 13.5, 18.2], "torch/bf16": [8.7, 2.2, 11.9, 12.2]}, close)
     assert backends.decide(every, quiet=False)["ingest"] == ("torch", "bf16")
+    # As measured beside other work: bf16 1.5-1.7x faster in six rounds of seven, and half a
+    # percent slower in the one a burst fell on. That round once threw the whole measurement away.
+    unlucky = _found({"torch/fp32": [8.9, 9.1, 8.6, 9.3, 8.8, 5.48, 9.0],
+                      "torch/bf16": [5.6, 5.5, 5.4, 5.9, 5.3, 5.51, 5.6]}, close)
+    assert backends.decide(unlucky, quiet=False)["ingest"] == ("torch", "bf16")
+    # Faster in most rounds but not by TIE at the median: fp32 stays.
+    barely = _found({"torch/fp32": [5.2, 5.1, 5.3, 5.2, 5.0], "torch/bf16": [5.0, 5.0, 5.0, 5.0, 5.1]}, close)
+    assert backends.decide(barely, quiet=False)["ingest"] == ("torch", "fp32")
 
 
 def test_vectors_are_interchangeable_close_or_apart():
