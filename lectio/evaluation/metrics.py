@@ -126,10 +126,11 @@ def _latency(milliseconds: list[float]) -> dict[str, float | None]:
     return {"p50": at(0.5), "p95": at(0.95), "max": round(ordered[-1], 1)}
 
 
-def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mode: str = "hybrid",
-                   baselines: bool = False, config=None) -> dict:
-    """Score one index version (default: the live one) with the same search users get; with
-    `baselines`, also the plain designs of lectio.evaluation.baselines on the same version."""
+def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, baselines: bool = False,
+                   config=None) -> dict:
+    """Score one index version (default: the live one) with the same search users get, as
+    `config` ranks (the defaults when None; its mode is the report's); with `baselines`, also the
+    plain designs of lectio.evaluation.baselines on the same version."""
     from lectio.embedding.model import Embedder
     from lectio.index import versions
     from lectio.retrieval.filters import Filters
@@ -138,7 +139,7 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
     # The version's queries embedded as a search embeds them, whatever runtime this home ingests with.
     info = versions.get_version(conn, version)
     embedder = Embedder.for_queries_of(info.model_id) if info is not None else Embedder()
-    config = config or SearchConfig.from_options(mode=mode)
+    config = config or SearchConfig()
     labelled = [
         LabelledQuery(
             id=q.id,
@@ -160,7 +161,7 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, mo
 
     report = evaluate(labelled, retrieve, k)
     report["index_version"] = version
-    report["mode"] = mode
+    report["mode"] = config.mode
     if baselines:
         report["baselines"] = _baselines(conn, labelled, version, embedder, k)
     return report

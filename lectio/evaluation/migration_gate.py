@@ -110,7 +110,10 @@ def load_query_sets(paths: Sequence[Path | str] | None = None) -> dict[str, list
 def score(conn: psycopg.Connection, version: str, query_sets: Mapping[str, Sequence[Query]], *, k: int = 20,
           mode: str = "hybrid") -> dict[str, dict]:
     """`lectio eval` reports of one version, per query set."""
-    return {name: evaluate_index(conn, queries, k=k, version=version, mode=mode) for name, queries in query_sets.items()}
+    from lectio.retrieval.config import SearchConfig
+
+    config = SearchConfig.from_options(mode=mode)
+    return {name: evaluate_index(conn, queries, k=k, version=version, config=config) for name, queries in query_sets.items()}
 
 
 def evaluation_record(reports: Mapping[str, dict], *, k: int, mode: str) -> dict[str, Any]:

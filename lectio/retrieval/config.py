@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from lectio.index import bm25
+from lectio.retrieval.modes import HYBRID, LEXICAL, MODES, VECTOR
 from lectio.retrieval.reranking import RerankSettings
 
 
@@ -243,7 +244,7 @@ class SearchConfig:
     """How a non-reference query is answered. Lexical matching catches what
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
 
-    mode: str = "hybrid"  # hybrid | vector | lexical
+    mode: str = HYBRID  # one of MODES
     # Taken from each retriever before fusion. 200 (every row the HNSW walk at ef_search 200 finds)
     # was tried on the dev parts and not kept: it lifted long passages' recall@20 (.425 -> .446,
     # within noise) and Nave's MRR and nDCG@10 (beyond it), but put theology asked with
@@ -263,6 +264,20 @@ class SearchConfig:
     evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
     fusion: FusionSettings = field(default_factory=FusionSettings)
     stages: StageSettings = field(default_factory=StageSettings)
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the vector retriever runs (hybrid or vector)."""
+        return self.mode != LEXICAL
+
+    @property
+    def matches_words(self) -> bool:
+        """Whether the lexical retriever runs (hybrid or lexical)."""
+        return self.mode != VECTOR
 
     @classmethod
     def from_options(cls, assignments: Iterable[str] = (), **options) -> SearchConfig:

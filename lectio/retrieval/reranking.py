@@ -15,9 +15,9 @@ import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from lectio.retrieval.modes import HYBRID_ONLY
 from lectio.retrieval.hits import Hit
 
-HYBRID = frozenset({"hybrid"})
 # Reciprocal-rank constant of the fusion with the fused order: small, since it fuses the first
 # `depth` hits only and the top of the page is what it decides.
 RANK_K = 10
@@ -43,7 +43,7 @@ class Rerank:
     head: int
     tokens: int
     weight: float
-    modes: frozenset[str] = HYBRID
+    modes: frozenset[str] = HYBRID_ONLY
 
     @classmethod
     def of(cls, config) -> Rerank | None:

@@ -23,6 +23,7 @@ from lectio.index import mirror
 from lectio.index import revocation, security, versions
 from lectio.retrieval import candidates, lexical, query_text, rerank, shape, stages, topics, word_study
 from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.modes import HYBRID
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.hits import SELECT_COLUMNS, Hit, hits_by_id
 from lectio.retrieval.scope import Scope
@@ -286,13 +287,13 @@ def _proposals(request: _Request, rows: sql.Composable | None = None, vector=Non
     where, params = index.rows.where, index.rows.params
     extra = expansion_words(query, config) if config.lexical.expand or config.vector.expand else ""
     vector = side = near = words = titles = others = None
-    if config.mode in ("hybrid", "vector"):
+    if config.embeds:
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
         text = f"{query} {extra}" if config.vector.expand and extra else query
         side = _EMBEDDING.submit(_vector_side, request, text, where, params, vector)
     try:
-        if config.mode in ("hybrid", "lexical"):
+        if config.matches_words:
             found = index.proposals(query, extra if config.lexical.expand else "", config)
             words, titles = found.words, found.titles if config.titles.weight else None
         if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
@@ -323,14 +324,14 @@ def _fused(request: _Request, found: _Proposals, lexical_weight: float, others_w
     if evidence:
         lists.append((config.evidence.weight, evidence))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
-    power = config.fusion.score_power if config.mode == "hybrid" else 0.0
+    power = config.fusion.score_power if config.mode == HYBRID else 0.0
     fused = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
-    if config.mode == "hybrid" and config.xrefs.weight:
+    if config.mode == HYBRID and config.xrefs.weight:
         linked = candidates.xref_candidates(conn, table_name, fused[: config.xrefs.seeds], found.vector,
                                             (found.where, found.params), config, layout)
         if linked:
             fused = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
-    if config.mode == "hybrid" and config.fusion.prominence_weight:
+    if config.mode == HYBRID and config.fusion.prominence_weight:
         fused = candidates.weigh_prominence(fused, config.fusion.prominence_weight, found.index.cited)
     return fused
 
@@ -370,7 +371,7 @@ def _ranked_from(request: _Request, found: _Proposals,
 def _asks_evidence(request: _Request) -> bool:
     """A hybrid search narrowed to scripture hears the other kinds (EvidenceSettings)."""
     config = request.config
-    return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.mode == "hybrid"
+    return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.mode == HYBRID
 
 
 def _evidence(request: _Request) -> tuple[list[tuple[str, float]], object]:

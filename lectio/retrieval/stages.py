@@ -13,11 +13,9 @@ from typing import Protocol
 
 from lectio.retrieval import rerank, reranking
 from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.modes import ANY_MODE, HYBRID_ONLY
 from lectio.retrieval.hits import Hit
 
-ALL_MODES = frozenset({"hybrid", "vector", "lexical"})
-# Vector and lexical stay the plain baselines they are: the page-shaping stages are the hybrid's.
-HYBRID = frozenset({"hybrid"})
 # Hits read past k for the stages that drop, move back or choose among them.
 POOL_FACTOR = 4
 
@@ -66,7 +64,7 @@ class QueryShare:
 
     weight: float
     head: int
-    modes: frozenset[str] = HYBRID
+    modes: frozenset[str] = HYBRID_ONLY
 
     @classmethod
     def of(cls, config: SearchConfig) -> QueryShare | None:
@@ -87,7 +85,7 @@ class LongPassageParts(_Deep):
     covered by the passage."""
 
     tokens: int
-    modes: frozenset[str] = HYBRID
+    modes: frozenset[str] = HYBRID_ONLY
 
     @classmethod
     def of(cls, config: SearchConfig) -> LongPassageParts | None:
@@ -104,7 +102,7 @@ class CollapseCovered(_Deep):
 
     min_new_share: float
     commentary_later: bool
-    modes: frozenset[str] = ALL_MODES
+    modes: frozenset[str] = ANY_MODE
 
     @classmethod
     def of(cls, config: SearchConfig) -> CollapseCovered | None:
@@ -121,7 +119,7 @@ class SpreadSources(_Deep):
     the caller asks for one kind, whose sources are all the page may hold."""
 
     per_source: int
-    modes: frozenset[str] = HYBRID
+    modes: frozenset[str] = HYBRID_ONLY
 
     @classmethod
     def of(cls, config: SearchConfig) -> SpreadSources | None:
@@ -137,7 +135,7 @@ class Mmr(_Deep):
     like those taken."""
 
     lam: float
-    modes: frozenset[str] = ALL_MODES
+    modes: frozenset[str] = ANY_MODE
 
     @classmethod
     def of(cls, config: SearchConfig) -> Mmr | None:
@@ -151,7 +149,7 @@ class Mmr(_Deep):
 class Truncate(_Page):
     """The first k: what the stages after it order is the page itself."""
 
-    modes: frozenset[str] = ALL_MODES
+    modes: frozenset[str] = ANY_MODE
 
     @classmethod
     def of(cls, config: SearchConfig) -> Truncate:
@@ -169,7 +167,7 @@ class PackPage(_Page):
 
     tokens: int
     pack: bool
-    modes: frozenset[str] = HYBRID
+    modes: frozenset[str] = HYBRID_ONLY
 
     @classmethod
     def of(cls, config: SearchConfig) -> PackPage | None:

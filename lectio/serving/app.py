@@ -31,6 +31,7 @@ from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
+from lectio.retrieval.modes import HYBRID, MODES
 from lectio.retrieval.search import MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings, auth_settings, load_settings
@@ -224,7 +225,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         k: int = Query(20, ge=1, le=100),
         # Filters' fields are the query parameters, as they are the CLI's options.
         filters: Filters = Depends(),
-        mode: Literal["hybrid", "vector", "lexical"] = "hybrid",
+        mode: Literal[MODES] = HYBRID,
     ):
         principals = verifier.principals(request.headers.get("authorization"))
         if problem := filters.problem():
