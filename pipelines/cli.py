@@ -339,7 +339,8 @@ def _serve_workers(args) -> int:
                             timeout_worker_healthcheck=app.WORKER_PING_SECONDS, **app.SERVER_OPTIONS)
     # A folder of this start's own: series a previous start left would be added to this one's.
     with tempfile.TemporaryDirectory(prefix="lectio-metrics-") as shared:
-        os.environ.update({app.POOL_ENV: str(args.pool), app.MULTIPROCESS_ENV: shared})
+        os.environ.update({app.POOL_ENV: str(args.pool), app.MULTIPROCESS_ENV: shared,
+                           app.SUPERVISOR_ENV: str(os.getpid())})
         # uvicorn's supervisor, not uvicorn.run: run() returns as if all went well when the
         # supervisor stopped because a worker could not start, and a caller must be told.
         supervisor = Multiprocess(config, sockets=[config.bind_socket()])

@@ -55,6 +55,7 @@ UNMATCHED = "unmatched"  # the one label of every path no route serves
 # How the parent of several workers hands each its pool size (the other settings are read from
 # the environment anyway); and prometheus_client's folder where each process writes its series.
 POOL_ENV = "LECTIO_SERVE_POOL"
+SUPERVISOR_ENV = "LECTIO_SERVE_SUPERVISOR"  # the pid of `lectio serve --workers`'s supervisor
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # The header of every answer naming the process that gave it: behind one port, which worker it
 # was, for a client's or a proxy's log (a process id grants nothing).
@@ -159,7 +160,25 @@ WORKER_APP = "lectio.serving.app:from_environment"
 def from_environment() -> FastAPI:
     """The app of one worker of `lectio serve --workers N`: uvicorn imports this in each process
     it starts, so the settings come from the environment the parent checked and set."""
+    die_with_supervisor()
     return create_app(load_settings(), Verifier.of(auth_settings()), pool_size=int(os.environ.get(POOL_ENV, "8")))
+
+
+def die_with_supervisor() -> None:
+    """This worker ends when its supervisor does, `kill -9` included: left behind it would go on
+    serving unsupervised and hold the port, so the next start failed with "Address already in use".
+    Linux's parent-death signal (SIGTERM: a graceful stop); where there is none, nothing."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if supervisor and os.getppid() != int(supervisor):  # it died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:

@@ -223,6 +223,17 @@ def test_dagster_processes_and_serve_workers_as_docker_compose_runs_them(tmp_pat
                    if line.startswith('lectio_requests_total{endpoint="/search",status="200"}')]
         assert status == 200 and counted and float(counted[0].split()[-1]) == sum(answered.values()), (answered, text)
 
+        # Its supervisor killed with -9: the workers end with it and free the port (they once
+        # served on unsupervised, and the next start found the address in use).
+        workers = psutil.Process(serve.pid).children()
+        serve.kill()
+        serve.wait()
+        _wait("the workers to end with their supervisor", lambda: not any(w.is_running() and
+              w.status() != psutil.STATUS_ZOMBIE for w in workers), [], logs)
+        with socket.socket() as again:  # as a server binds: past connections' TIME_WAIT, not past a listener
+            again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            again.bind(("127.0.0.1", serve_port))
+
 
 @pytest.mark.parametrize("argv, problem", [
     (["--workers", "0"], "lectio serve: --workers must be at least 1, not 0"),
