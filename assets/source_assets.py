@@ -116,7 +116,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
             name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest",
             description="What each source is ingested from (its entry, files, ruleset version and the model), one "
             "data version per source; a new one marks that source's raw_texts stale. Observed by `lectio run`, the "
-            "source_changes sensor, or Observe here.")
+            "source_changes sensor, or Observe here. Its partitions read \"0% filled\" whatever their state: Dagster counts "
+            "materializations there, and this asset is only ever observed; its data versions are on this page.")
 
     @observable
     def source_inputs(corpus: CorpusResource, embedder: EmbedderResource):
