@@ -45,6 +45,11 @@ DEFAULT_QUERY_SETS = (PROJECT_ROOT / "data" / "queries" / "theology.jsonl",)
 # keeps recall@20 at 1.0; the budget is what it pays. Every other metric is reported side by
 # side and guarded only when asked.
 DEFAULT_TOLERANCES = {"recall@20": 0.03, "budget_recall@1000": 0.05}
+# A change of model (an adapted embedder, a reranker) keeps the chunks and changes the order: no
+# guarded metric may drop beyond noise at all. Under DEFAULT_TOLERANCES an adapted embedder that
+# cost theology's dev recall@20 .654 -> .627 (interval -.051 to -.005) and quotations' MRR beyond
+# noise was switched in.
+MODEL_TOLERANCES = {"recall@20": 0.0, "mrr": 0.0, "ndcg@10": 0.0, "budget_recall@1000": 0.0}
 # Listed per query whenever they change, guarded or not: the main metric for comparing chunkings.
 ALWAYS_LISTED = ("recall@20",)
 
@@ -139,10 +144,11 @@ def check_tolerances(tolerances: Mapping[str, float]) -> dict[str, float]:
     return {m: float(t) for m, t in tolerances.items()}
 
 
-def parse_tolerances(recall: float | None, overrides: Sequence[str]) -> dict[str, float]:
-    """The defaults with recall@20's tolerance replaced by `recall` where given, then each
+def parse_tolerances(recall: float | None, overrides: Sequence[str],
+                     defaults: Mapping[str, float] = DEFAULT_TOLERANCES) -> dict[str, float]:
+    """`defaults` with recall@20's tolerance replaced by `recall` where given, then each
     'METRIC=DROP' or 'METRIC=off' (no longer guarded) applied in turn, as a user writes them."""
-    tolerances = dict(DEFAULT_TOLERANCES)
+    tolerances = dict(defaults)
     if recall is not None:
         tolerances["recall@20"] = recall
     for item in overrides:

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lectio.evaluation.metrics import evaluate_index
-from lectio.evaluation.migration_gate import check_tolerances, compare
+from lectio.evaluation.migration_gate import MODEL_TOLERANCES, check_tolerances, compare
 from lectio.evaluation.querysets import Query
 from lectio.index import versions
 from lectio.reranker.model import active, find, set_active
 from lectio.retrieval.config import SearchConfig
 
 
-RERANKER_TOLERANCES = {"recall@20": 0.0, "mrr": 0.0, "ndcg@10": 0.0, "budget_recall@1000": 0.0}
+RERANKER_TOLERANCES = MODEL_TOLERANCES
 
 
 @dataclass
