@@ -1,8 +1,7 @@
 """Training pairs from the corpus's own structure: judgments people made, not labels lectio made.
 
-A commentator files each comment under the verses it expounds, an editor gave each pericope its
-title, and Strong's dictionary gives each word's meaning, whose verses the translation tags with
-its number: each is a query about a known set of verses. A pair is that query, the scripture chunk
+A commentator files each comment under the verses it expounds, and an editor gave each pericope
+its title: each is a query about a known set of verses. A pair is that query, the scripture chunk
 inside those verses that lectio's vector retriever ranks first for it (the positive: of a
 twenty-verse range, the passage the comment's words are about, where a verse drawn at random is
 often not), and scripture chunks the same ranking puts close to the query that are about other
@@ -21,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -115,44 +113,7 @@ def _queries(chunks: pd.DataFrame, guard: Guard) -> list[_Query]:
                 found.append(_Query(f"commentary:{row.source_id}", text, refs, False))
         elif row.kind == "scripture" and row.granularity == "pericope" and row.title and guard.admits_text(row.title):
             found.append(_Query(f"title:{row.source_id}", row.title, refs, True))
-    return _per_origin(_distinct(found + _lexicon_queries(chunks, guard)), MAX_PER_ORIGIN)
-
-
-def _lexicon_queries(chunks: pd.DataFrame, guard: Guard) -> list[_Query]:
-    """Each Strong's entry is a query about the verses the translation tags with its number: its
-    meaning in a few words, as a reader names a topic ("adoption", "a fox, a cunning person"). A
-    number carried by more than MAX_REFS verses is too common a word to say which it means."""
-    verses = chunks[(chunks["kind"] == "scripture") & (chunks["translation"] == TRANSLATION)
-                    & (chunks["granularity"] == "verse")]
-    carrying: dict[str, set[str]] = {}
-    for refs, metadata in zip(verses["refs"], verses["metadata"]):
-        for number in (metadata or {}).get("strongs") or ():
-            carrying.setdefault(number, set()).update(refs or ())
-    found = []
-    for row in chunks[chunks["kind"] == "lexicon"].itertuples(index=False):
-        refs = frozenset(carrying.get((row.metadata or {}).get("strongs"), ()))
-        if not refs or len(refs) > MAX_REFS or not guard.admits_source(row.source_id, row.acl):
-            continue
-        text = gloss(row.text)
-        if text and guard.admits_text(text):
-            found.append(_Query(f"lexicon:{row.source_id}", text, refs, False))
-    return found
-
-
-_DERIVATION = re.compile(r"^\s*(from|of |a primitive|probably|apparently|perhaps|compare|a prolonged|a root)", re.IGNORECASE)
-
-
-def gloss(entry: str, limit: int = 40) -> str:
-    """A Strong's entry's meaning and the words the KJV renders it by, without its headword,
-    pronunciation, derivation or any number (a number turns a query into a look-up)."""
-    _, _, body = entry.partition("):")
-    meaning, *rest = re.split(r":\s*-\s*-?", body, maxsplit=1)  # Greek ":--", Hebrew ": - " before the renderings
-    kept = [part for part in meaning.split(";") if part.strip() and not _DERIVATION.match(part)
-            and not re.search(r"\b[GH]\d", part)]
-    text = " ".join(kept + rest)
-    text = re.sub(r"[{}\[\]]|\bX\b|\bCompare\b.*$", " ", text)
-    words = [w for w in text.split() if not any(ch.isdigit() for ch in w)]
-    return " ".join(words[:limit]).strip(" ,.;:-")
+    return _per_origin(_distinct(found), MAX_PER_ORIGIN)
 
 
 def _distinct(queries: list[_Query]) -> list[_Query]:
