@@ -5,8 +5,8 @@ An adapted model is named `<base>-adapted-<fingerprint>`, and its weights are a 
 folder under the home (models/embedders/<name>/); it has its base's shape, tokenizer and runtimes,
 so what is measured of a runtime (lectio.embedding.backends) is measured once, on the base.
 
-Below everything else in lectio.embedding (it imports only the file helper model_file), so that each backend can find
-the weights without the embedder's module.
+Below everything else in lectio.embedding (it imports only the file helper model_file), so that
+each backend can find the weights without the embedder's module.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ ACTIVE = "ACTIVE.json"
 
 
 def home_choice(home: Path | None = None) -> str | None:
-    """The adapted model a home's gate switched its index to (so its next runs embed with it too),
-    or None: the packaged model. Written by lectio.training.embedder_gate only."""
+    """The adapted model of the version this home last made live (so its next runs embed with it
+    too), or None: the packaged model. Written by follow_live, on every switch of the live index."""
     try:
         chosen = json.loads((adapted_dir(home) / ACTIVE).read_text()).get("id")
     except (OSError, ValueError, AttributeError):
