@@ -28,7 +28,7 @@ import numpy as np
 
 from lectio.embedding import numerics
 from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, adapted_dir, model_path, release_of
-from lectio.training.loop import Schedule, fit
+from lectio.training.loop import Schedule, fit, store_model
 from lectio.training.pairs import Pair, fingerprint
 
 RECORD = "embedder.json"
@@ -77,7 +77,7 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
               "best": max(checks, key=lambda c: c["mrr"], default=None),
               "seconds": round(time.perf_counter() - started, 1), "cpu": numerics.cpu_model(),
               "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    _store(folder, model, record)
+    store_model(folder, lambda work: model.save(str(work)), RECORD, record)
     return record
 
 
@@ -172,15 +172,6 @@ def validate(model, pairs: list[Pair], recipe: Recipe, precision: str, batch: in
     ranks = 1 + (scores > own[:, None]).sum(axis=1)
     return {"mrr": round(float(np.mean(1 / ranks)), 4), "recall@10": round(float(np.mean(ranks <= 10)), 4),
             "queries": len(pairs), "passages": len(pool)}
-
-
-def _store(folder: Path, model, record: dict) -> None:
-    """Written beside, then moved in whole: a half-written model is never found."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = folder.with_name(f".{folder.name}.{time.time_ns()}")
-    model.save(str(work))
-    (work / RECORD).write_text(json.dumps(record, indent=2) + "\n")
-    work.rename(folder)
 
 
 def trained(home: Path) -> list[dict]:

@@ -6,9 +6,12 @@ overfit ends with the model it had at its best."""
 
 from __future__ import annotations
 
+import json
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lectio.embedding import numerics
 
@@ -72,3 +75,13 @@ def fit(model, items: Sequence, schedule: Schedule, precision: str,
         model.load_state_dict(best[1])
     model.eval()
     return curve, checks
+
+
+def store_model(folder: Path, save: Callable[[Path], None], record_name: str, record: dict) -> None:
+    """A trained model (`save` writes it into the folder it is given) and its record, written
+    beside, then moved in whole: a half-written model is never found."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = folder.with_name(f".{folder.name}.{time.time_ns()}")
+    save(work)
+    (work / record_name).write_text(json.dumps(record, indent=2) + "\n")
+    work.rename(folder)

@@ -21,7 +21,7 @@ from pathlib import Path
 from lectio.embedding import numerics
 from lectio.embedding.packaged import MODEL_NAME, model_path, release_of
 from lectio.reranker.model import RECORD, models_dir, quiet_transformers, save, scorer
-from lectio.training.loop import Schedule, fit
+from lectio.training.loop import Schedule, fit, store_model
 from lectio.training.pairs import Pair, fingerprint
 
 
@@ -66,7 +66,7 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
               "loss_curve": curve, "validation": checks, "best": max(checks, key=lambda c: c["mrr"], default=None),
               "seconds": round(time.perf_counter() - started, 1), "cpu": numerics.cpu_model(),
               "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    _store(folder, model, tokenizer, record)
+    store_model(folder, lambda work: save(model, tokenizer, work), RECORD, record)
     return record
 
 
@@ -124,15 +124,6 @@ def validate(model, tokenizer, groups: list[Pair], max_tokens: int, precision: s
     n = max(1, len(ranks))
     return {"mrr": round(sum(1 / r for r in ranks) / n, 4), "accuracy": round(sum(r == 1 for r in ranks) / n, 4),
             "loss": round(sum(losses) / n, 4), "groups": len(ranks)}
-
-
-def _store(folder: Path, model, tokenizer, record: dict) -> None:
-    """Written beside, then moved in whole: a half-written model is never found."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = folder.with_name(f".{folder.name}.{time.time_ns()}")
-    save(model, tokenizer, work)
-    (work / RECORD).write_text(json.dumps(record, indent=2) + "\n")
-    work.rename(folder)
 
 
 def untrained(recipe: Recipe):
