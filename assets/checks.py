@@ -49,6 +49,7 @@ from dagster import (
 from lectio.quality.checks import blocking_checks, chunk_count, chunk_sizes, verse_coverage
 from lectio.quality.results import CheckResult
 from lectio.quality.stored import index_rows, stored_embeddings
+from lectio.rulesets.registry import format_of
 from resources import DatabaseResource
 
 CHUNKS = AssetKey("chunks")
@@ -161,7 +162,7 @@ def _build(partitions_def: PartitionsDefinition) -> list:
         previous, same_rules = _previous_count(context, partition)
         results = [
             *blocking_checks(chunks, source, structure),
-            chunk_sizes(chunks),
+            chunk_sizes(chunks, format_of(source).rules),
             chunk_count(len(chunks), previous, same_rules),
             verse_coverage(chunks, structure),
         ]

@@ -25,7 +25,7 @@ from lectio.evaluation.querysets import load_queries, select_part
 from lectio.index import schema, versions
 from lectio.index.database import ensure_database
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.modes import HYBRID, MODES
+from lectio.retrieval.modes import MODES, Mode
 from lectio.settings import load_settings
 
 SETS = Path(__file__).resolve().parent.parent / "data" / "queries"
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("queries", type=Path, nargs="*", help="JSONL sets (default: data/queries/*.jsonl)")
     parser.add_argument("--part", choices=["dev", "test"], default="dev")
     parser.add_argument("--index", help="version (default: live)")
-    parser.add_argument("--mode", choices=MODES, default=HYBRID)
+    parser.add_argument("--mode", choices=MODES, default=Mode.HYBRID)
     parser.add_argument("--form", action="append", choices=list(FORMS), dest="forms",
                         help=f"a form to ask (repeatable; default all; {BASE} is always asked)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="settings")

@@ -73,7 +73,6 @@ FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus
 NOT_FINISHED = [s for s in DagsterRunStatus if s not in FINISHED and s != DagsterRunStatus.MANAGED]
 OPEN_BACKFILLS = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING]
 INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
-INDEX_KEY = AssetKey("search_index")
 # A run still "started" this long after its last status change has lost its worker (killed,
 # its machine gone): the batch goes on without it, as if it had failed. When the daemon runs,
 # fail_orphaned_runs fails those of a killed `lectio run` within a minute and Dagster's run monitoring
@@ -241,10 +240,6 @@ def _ingests(run) -> bool:
     """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
     asset backfills launch those as Dagster's implicit asset job)."""
     return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
-
-
-def _indexes(run) -> bool:
-    return run.job_name == INDEX_JOB or INDEX_KEY in set(run.asset_selection or ())
 
 
 def _ingest_in_progress(instance) -> str | None:

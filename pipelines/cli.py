@@ -16,7 +16,7 @@ from lectio.index import locks, revocation, schema, versions
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
 from lectio.retrieval.filters import FILTER_HELP, Filters
-from lectio.retrieval.modes import HYBRID, MODES
+from lectio.retrieval.modes import MODES, Mode
 from lectio.sources import SourceError, check_principals, load_sources
 
 
@@ -118,7 +118,7 @@ def _search_options(search: argparse.ArgumentParser) -> None:
     for name, help in FILTER_HELP.items():
         search.add_argument(f"--{name}", help=help)
     search.add_argument("--index", help="index version (default: the live one)")
-    search.add_argument("--mode", choices=MODES, default=HYBRID)
+    search.add_argument("--mode", choices=MODES, default=Mode.HYBRID)
     search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
     search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
                         help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
@@ -139,7 +139,7 @@ def _eval_options(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("queries", help="JSONL query set, one labelled query per line")
     evaluate.add_argument("--k", type=int, default=20)
     evaluate.add_argument("--index", help="index version (default: the live one)")
-    evaluate.add_argument("--mode", choices=MODES, default=HYBRID)
+    evaluate.add_argument("--mode", choices=MODES, default=Mode.HYBRID)
     evaluate.add_argument("--part", choices=["dev", "test", "all"], default="all",
                           help="score the set's dev part (tune on it), its test part (report it) or all of it; "
                                "the parts are fixed by a hash of each query's id")
@@ -170,7 +170,7 @@ def _migrate_options(migrate: argparse.ArgumentParser) -> None:
     migrate.add_argument("--keep", type=int, default=3,
                          help="other versions kept besides the live one and the rollback target (default 3)")
     migrate.add_argument("--k", type=int, default=20)
-    migrate.add_argument("--mode", choices=MODES, default=HYBRID)
+    migrate.add_argument("--mode", choices=MODES, default=Mode.HYBRID)
 
 
 def _print(args, payload: dict, text: str) -> None:

@@ -6,10 +6,10 @@ so no path into the index skips them.
 
 Size and window-embedded chunks: the model reads MAX_TEXT_TOKENS word pieces; a longer text is
 embedded as the token-weighted mean of its windows (lectio.embedding.model.Embedder.encode). Every chunker
-keeps its chunks under the limit, except scripture's pericopes, chapters and fixed windows, which
-are long by design (a pericope is a passage, its verses are the precise hits). Those
-granularities are allowed past the limit and counted in the check's metadata, so a growing tail
-stays visible; anything else past the limit fails.
+keeps its chunks under the limit, except the granularities its ruleset declares long by design
+(Ruleset.window_embedded: scripture's pericopes, chapters and fixed windows, where a pericope is a
+passage and its verses are the precise hits). Those are allowed past the limit and counted in the
+check's metadata, so a growing tail stays visible; anything else past the limit fails.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import pandas as pd
 from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
 from lectio.quality.expectations import expect, failing_ids, summaries
 from lectio.quality.results import CheckResult, result_of
+from lectio.rulesets.base import Ruleset
 from lectio.rulesets.chunk import GRANULARITIES
 from lectio.sources import KINDS, Source
 
-WINDOW_EMBEDDED = {("scripture", "pericope"), ("scripture", "chapter"), ("scripture", "window")}
 MAX_COUNT_DROP = 0.20  # a source losing more than this share of its chunks since its last run
 UNIT_NORM_TOLERANCE = 1e-3  # float32 vectors normalised by the model sit well within this
 PATRISTIC_TAGS = ("scripture_refs", "topics", "disputes_positions")
@@ -156,24 +156,23 @@ def _recorded_table_headers(frame: pd.DataFrame) -> tuple[int, list[str]]:
 # ---------------------------------------------------------------- size and count
 
 
-def chunk_sizes(chunks: pd.DataFrame) -> CheckResult:
-    """No chunk past the model's input limit, except the window-embedded granularities
-    (WINDOW_EMBEDDED, see the module docstring), which are counted instead."""
+def chunk_sizes(chunks: pd.DataFrame, rules: Ruleset) -> CheckResult:
+    """No chunk past its ruleset's cap, the model's input limit, except the granularities the
+    ruleset embeds by windows (Ruleset.window_embedded), which are counted instead."""
     import great_expectations as gx
 
-    windowed = pd.Series([(k, g) in WINDOW_EMBEDDED for k, g in zip(chunks["kind"], chunks["granularity"])],
-                         index=chunks.index, dtype=bool)
+    windowed = chunks["granularity"].isin(rules.window_embedded)
     bounded = chunks.loc[~windowed, ["chunk_id", "tokens"]]
-    outcomes = expect(bounded, [gx.expectations.ExpectColumnValuesToBeBetween(column="tokens", max_value=MAX_TEXT_TOKENS)])
-    long = chunks[windowed & (chunks["tokens"] > MAX_TEXT_TOKENS)]
+    outcomes = expect(bounded, [gx.expectations.ExpectColumnValuesToBeBetween(column="tokens", max_value=rules.max_tokens)])
+    long = chunks[windowed & (chunks["tokens"] > rules.max_tokens)]
     counts_by = long.groupby("granularity").size().to_dict()
     result = result_of(
         "chunk_sizes", False,
-        {f"chunks over the model's {MAX_TEXT_TOKENS} word pieces": failing_ids(outcomes, "expect_column_values_to_be_between")},
-        f"every chunk embedded whole fits the model's {MAX_TEXT_TOKENS} word pieces",
+        {f"chunks over the model's {rules.max_tokens} word pieces": failing_ids(outcomes, "expect_column_values_to_be_between")},
+        f"every chunk embedded whole fits the model's {rules.max_tokens} word pieces",
         expectations=summaries(outcomes),
         details={"max_tokens": int(chunks["tokens"].max()) if len(chunks) else 0,
-                 "window_embedded_granularities": ", ".join(sorted(f"{k}/{g}" for k, g in WINDOW_EMBEDDED))},
+                 "window_embedded_granularities": ", ".join(sorted(rules.window_embedded)) or "none"},
     )
     counts = {**result.counts, **{f"window_embedded_{g}": int(n) for g, n in counts_by.items()}}
     return replace(result, counts=counts)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from lectio.index import bm25
-from lectio.retrieval.modes import HYBRID, LEXICAL, MODES, VECTOR
+from lectio.retrieval.modes import MODES, Mode
 from lectio.retrieval.reranking import RerankSettings
 
 
@@ -125,7 +125,7 @@ class XrefSettings:
     `depth` steps, ranked by their similarity to the query plus a boost for the link."""
 
     # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight
-    # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); see the README.
+    # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); docs/results.md has the runs.
     weight: float = 0.0
     seeds: int = 10  # best fused hits whose verses seed the traversal
     depth: int = 2
@@ -244,7 +244,7 @@ class SearchConfig:
     """How a non-reference query is answered. Lexical matching catches what
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
 
-    mode: str = HYBRID  # one of MODES
+    mode: Mode = Mode.HYBRID
     # Taken from each retriever before fusion. 200 (every row the HNSW walk at ef_search 200 finds)
     # was tried on the dev parts and not kept: it lifted long passages' recall@20 (.425 -> .446,
     # within noise) and Nave's MRR and nDCG@10 (beyond it), but put theology asked with
@@ -268,16 +268,18 @@ class SearchConfig:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        # A mode given as its word (the CLI, a settings file, a recorded report) is the Mode.
+        object.__setattr__(self, "mode", Mode(self.mode))
 
     @property
     def embeds(self) -> bool:
         """Whether the vector retriever runs (hybrid or vector)."""
-        return self.mode != LEXICAL
+        return self.mode != Mode.LEXICAL
 
     @property
     def matches_words(self) -> bool:
         """Whether the lexical retriever runs (hybrid or lexical)."""
-        return self.mode != VECTOR
+        return self.mode != Mode.VECTOR
 
     @classmethod
     def from_options(cls, assignments: Iterable[str] = (), **options) -> SearchConfig:
@@ -307,11 +309,22 @@ class SearchConfig:
             config = _set(config, path.split("."), _value(raw, types[path], item))
         return config
 
+    def with_settings(self, values: dict[str, object]) -> SearchConfig:
+        """This configuration with each setting named by its dotted path set to its value: how
+        lectio's own code asks for a variant (the flat names of ALIASES are for its doors)."""
+        types = setting_types()
+        config = self
+        for path, value in values.items():
+            if path not in types:
+                raise ValueError(f"unknown search setting {path!r}")
+            config = _set(config, path.split("."), value)
+        return config
+
     def for_paragraphs(self) -> SearchConfig:
         """This configuration as a paragraph-length query is ranked under (ParagraphSettings)."""
         paragraphs = self.paragraphs
-        return self.but(long_passage_tokens=paragraphs.long_passage_tokens,
-                        prominence_weight=paragraphs.prominence_weight)
+        return self.with_settings({"stages.long_passages.tokens": paragraphs.long_passage_tokens,
+                                   "fusion.prominence_weight": paragraphs.prominence_weight})
 
 
 def setting_types(kind: type = SearchConfig, prefix: str = "") -> dict[str, str]:
@@ -338,6 +351,8 @@ _SETTINGS = {kind.__name__: kind for kind in (
     StageSettings, RerankSettings, QueryShareSettings, LongPassageSettings, CollapseSettings)}
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
+# They are read at the doors only (the CLI's options, `--set`, query sets, recorded reports, through
+# `from_options` and `but`); lectio's own code names a setting by its path (`with_settings`).
 ALIASES = {
     "fusion_score_power": "fusion.score_power", "rrf_k": "fusion.rrf_k", "prominence_weight": "fusion.prominence_weight",
     "vector_weight": "vector.weight", "ef_search": "vector.ef_search", "expand_vector": "vector.expand",

@@ -128,7 +128,7 @@ class MirrorIndex:
     corpus: tuple[float, float]
 
     def words(self, query: str, extra: str, config: SearchConfig) -> list[tuple[str, float]]:
-        return self.proposals(query, extra, config.but(title_weight=0.0)).words
+        return self.proposals(query, extra, config.with_settings({"titles.weight": 0.0})).words
 
     def titles(self, query: str, config: SearchConfig) -> list[tuple[str, float]]:
         own = {word for word, _, is_own in self._weights(query, "", config) if is_own}

@@ -1,9 +1,19 @@
 """The modes of a ranked search, in one place: the CLI's and the service's choices, the search's
 own branches and the ranking stages' modes all read them from here."""
 
-# How a ranked search retrieves: both retrievers fused, or one alone (the plain baselines).
-HYBRID, VECTOR, LEXICAL = "hybrid", "vector", "lexical"
-MODES = (HYBRID, VECTOR, LEXICAL)
+from enum import StrEnum
+
+
+class Mode(StrEnum):
+    """How a ranked search retrieves: both retrievers fused, or one alone (the plain baselines).
+    A Mode is its name as a string, so reports, responses and settings files carry the word."""
+
+    HYBRID = "hybrid"
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+
+
+MODES = tuple(Mode)
 # The modes a ranking stage may serve: every one, or the hybrid alone (vector and lexical stay
 # the plain baselines they are).
-ANY_MODE, HYBRID_ONLY = frozenset(MODES), frozenset({HYBRID})
+ANY_MODE, HYBRID_ONLY = frozenset(MODES), frozenset({Mode.HYBRID})

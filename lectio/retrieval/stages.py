@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lectio.retrieval import rerank, reranking
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.modes import ANY_MODE, HYBRID_ONLY
-from lectio.retrieval.hits import Hit
+from lectio.retrieval.hits import Hit, hits_by_id
+
+if TYPE_CHECKING:
+    from lectio.retrieval.request import VersionRequest
 
 # Hits read past k for the stages that drop, move back or choose among them.
 POOL_FACTOR = 4
@@ -202,3 +205,15 @@ def run(stages: tuple[Stage, ...], hits: list[Hit], ctx: Context) -> list[Hit]:
     for stage in stages:
         hits = stage.apply(hits, ctx)
     return hits
+
+
+def page(request: VersionRequest, ranked: list[tuple[str, float]], k: int | None = None) -> list[Hit]:
+    """The first `k` (the request's by default) of the ranking, after the ranking stages."""
+    conn, table_name, config, k = request.conn, request.table_name, request.config, k or request.k
+    if config.stages.return_parents:
+        ranked = rerank.parents_of(conn, table_name, ranked)
+    pipeline = build(config)
+    # Read as deep as the deepest stage looks: those that drop hits, move them back or choose
+    # among them see more than k.
+    hits = hits_by_id(conn, table_name, ranked[:pool_depth(pipeline, k)])
+    return run(pipeline, hits, Context(conn, table_name, request.query, k, request.filters.given.kind))

@@ -26,9 +26,18 @@ class Ruleset(ABC, Generic[S]):
     versions: ClassVar[dict[str, str]]
     granularities: ClassVar[frozenset[str]]
     # The most word pieces a chunk's text may hold: the model's window, since a text it would
-    # cut is a defect. None where longer chunks are the point (scripture's pericopes, chapters
-    # and fixed windows, which the embedder windows itself).
-    max_tokens: ClassVar[int | None] = MAX_TEXT_TOKENS
+    # cut is a defect.
+    max_tokens: ClassVar[int] = MAX_TEXT_TOKENS
+    # Granularities longer than the model's window by design (scripture's pericopes, chapters and
+    # fixed windows): the embedder embeds such a text as the mean of its windows, so max_tokens
+    # does not bound them, and the quality check counts them instead.
+    window_embedded: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def fits(cls, granularity: str, tokens: int) -> bool:
+        """Whether a chunk of `granularity` holding `tokens` word pieces keeps to the ruleset's cap:
+        the one statement of the policy, which chunking enforces and the quality check reports."""
+        return granularity in cls.window_embedded or tokens <= cls.max_tokens
 
     def __init_subclass__(cls, **stages: Callable):
         """`class Notes(Ruleset[...], read=read, parse=parse, chunk=chunk)`: a ruleset whose

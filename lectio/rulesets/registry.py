@@ -126,7 +126,7 @@ def hold_to_contract(source: Source, rules: Ruleset, chunks: list[Chunk]) -> Non
         if chunk.granularity not in rules.granularities:
             raise SourceError(source.id, f"chunk {chunk.chunk_id} has granularity {chunk.granularity!r}, which "
                                          f"ruleset {rules.name!r} does not cut ({', '.join(sorted(rules.granularities))})")
-        if rules.max_tokens is not None and chunk.tokens > rules.max_tokens:
+        if not rules.fits(chunk.granularity, chunk.tokens):
             raise SourceError(source.id, f"chunk {chunk.chunk_id} has {chunk.tokens} word pieces; its ruleset "
                                          f"allows {rules.max_tokens} (the model would cut the rest)")
 

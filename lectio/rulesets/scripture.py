@@ -432,9 +432,9 @@ class Scripture(Ruleset[pd.DataFrame], read=read, parse=parse, chunk=chunk):
     name = "scripture"
     versions = RULESETS
     granularities = frozenset({"verse", "pericope", "paragraph", "chapter", "window"})
-    # Pericopes, chapters and fixed windows are longer than the model's window by design: the
-    # embedder embeds such a text as the mean of its windows.
-    max_tokens = None
+    # Pericopes, chapters and fixed windows are longer than the model's window by design; a verse
+    # or a paragraph is held to it like any other chunk.
+    window_embedded = frozenset({"pericope", "chapter", "window"})
 
     def facts(self, structure: pd.DataFrame) -> dict:
         """Verse counts, the empty slots listed rather than dropped."""

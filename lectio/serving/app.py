@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import time
 from contextlib import asynccontextmanager
-from typing import Literal
 
 import psycopg
 from fastapi import Depends, FastAPI, Query, Request
@@ -31,7 +30,7 @@ from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.modes import HYBRID, MODES
+from lectio.retrieval.modes import Mode
 from lectio.retrieval.search import MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings, auth_settings, load_settings
@@ -244,7 +243,7 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         k: int = Query(20, ge=1, le=100),
         # Filters' fields are the query parameters, as they are the CLI's options.
         filters: Filters = Depends(),
-        mode: Literal[MODES] = HYBRID,
+        mode: Mode = Mode.HYBRID,
     ):
         principals = verifier.principals(request.headers.get("authorization"))
         if problem := filters.problem():

@@ -15,7 +15,8 @@ from lectio.index import citations, mirror, revocation, security, versions
 from lectio.retrieval import lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
+from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.sources import load_sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

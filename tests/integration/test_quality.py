@@ -97,7 +97,7 @@ def by_name(results) -> dict[str, CheckResult]:
 def test_clean_chunks_pass_every_check(clean, quality_sources, fixture_sources):
     sources = {**sources_of(fixture_sources), **sources_of(quality_sources)}
     for sid, (frame, parsed) in clean.items():
-        results = [*blocking_checks(frame, sources[sid], parsed), chunk_sizes(frame),
+        results = [*blocking_checks(frame, sources[sid], parsed), chunk_sizes(frame, registry.format_of(sources[sid]).rules),
                    verse_coverage(frame, parsed)]
         assert all(r.passed for r in results), (sid, [(r.name, r.description) for r in results if not r.passed])
     checks = by_name(blocking_checks(*clean["bookshop"][:1], sources["bookshop"], clean["bookshop"][1]))
@@ -165,18 +165,35 @@ def test_duplicate_ids_fail(clean):
     assert not result.passed and result.examples == (frame["chunk_id"].iloc[0],)
 
 
-def test_size_check_allows_only_window_embedded_granularities(clean):
+def test_size_check_allows_only_window_embedded_granularities(clean, quality_sources, fixture_sources):
     web, _ = clean["web"]
-    sizes = chunk_sizes(web)
+    scripture = registry.format_of(load_source(fixture_sources, "web")).rules
+    sizes = chunk_sizes(web, scripture)
     assert sizes.passed and not sizes.blocking
     over = int(((web["granularity"] == "pericope") & (web["tokens"] > MAX_TEXT_TOKENS)).sum())
     assert sizes.counts.get("window_embedded_pericope", 0) == over
+    # A verse is held to the model's window like any chunk of any ruleset: only the granularities
+    # scripture embeds by windows pass it.
+    verse = web.loc[web["granularity"] == "verse", "chunk_id"].iloc[0]
+    long_verse = web.copy()
+    long_verse.loc[long_verse["chunk_id"] == verse, "tokens"] = MAX_TEXT_TOKENS + 1
+    assert chunk_sizes(long_verse, scripture).examples == (verse,)
     document, _ = clean["bookshop"]
     first = document["chunk_id"].iloc[0]
     long = document.copy()
     long.loc[long["chunk_id"] == first, "tokens"] = MAX_TEXT_TOKENS + 1
-    result = chunk_sizes(long)
+    result = chunk_sizes(long, registry.format_of(load_source(quality_sources, "bookshop")).rules)
     assert not result.passed and result.examples == (first,)
+
+
+def test_chunking_and_the_size_check_state_one_cap_policy():
+    """What chunking lets through and what the quality check passes are one rule (Ruleset.fits)."""
+    for (fmt, kind), handler in registry.FORMATS.items():
+        rules = handler.rules
+        for granularity in rules.granularities:
+            frame = pd.DataFrame({"chunk_id": ["a"], "granularity": [granularity], "tokens": [rules.max_tokens + 1]})
+            passed = chunk_sizes(frame, rules).passed
+            assert passed == rules.fits(granularity, rules.max_tokens + 1), (fmt, kind, granularity)
 
 
 def test_a_sudden_drop_in_chunks_is_a_warning():

@@ -20,7 +20,8 @@ from lectio.embedding.model import Embedder
 from lectio.retrieval import candidates, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, expansion_words, SearchRequest, search
+from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, is_paragraph, query_shape
 

@@ -1,0 +1,80 @@
+"""The retrievers' proposals fused into one ranking by reciprocal rank fusion (weighing scores in
+the hybrid), with the cross-reference graph and the citation prior; a one-word topic fused
+again with its words weighing more (lectio.retrieval.topics)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from psycopg import sql
+
+from lectio.retrieval import candidates, topics
+from lectio.retrieval.hits import hits_by_id
+from lectio.retrieval.modes import Mode
+from lectio.retrieval.proposals import Proposals, proposals
+from lectio.retrieval.request import VersionRequest
+
+Ranking = list[tuple[str, float]]  # (chunk_id, score), best first
+
+
+def ranked(request: VersionRequest, rows: sql.Composable | None = None) -> Ranking:
+    """Vector, lexical, or both (with pericope titles and the cross-reference graph) fused by
+    reciprocal rank fusion; `rows` narrows the rows ranked."""
+    return fused(request, proposals(request, rows), request.config.lexical.weight)
+
+
+def ranking(request: VersionRequest, vector=None, evidence: Ranking | None = None) -> tuple[Ranking, object]:
+    """The fused ranking (with `evidence`, where given), a topic's fused again, and the query's
+    embedding (`vector` where it was already made)."""
+    found = proposals(request, vector=vector)
+    return ranked_from(request, found, evidence), found.vector
+
+
+def ranked_from(request: VersionRequest, found: Proposals, evidence: Ranking | None) -> Ranking:
+    """The proposals `found` fused (with `evidence`, where given), a topic's fused again."""
+    config = request.config
+    order = fused(request, found, config.lexical.weight, evidence=evidence)
+    if _is_topic(request, order):
+        if config.topics.rows != "all":
+            rows = topics.TOPIC_ROWS[config.topics.rows]
+            order = fused(request, proposals(request, rows, found.vector), config.topics.lexical_weight,
+                             evidence=evidence)
+        else:
+            order = fused(request, found, config.topics.lexical_weight, config.topics.other_translations_weight,
+                             evidence)
+    return order
+
+
+def fused(request: VersionRequest, found: Proposals, lexical_weight: float, others_weight: float = 0.0,
+          evidence: Ranking | None = None) -> Ranking:
+    """The proposals fused, BM25 weighing `lexical_weight` (and the other translations' BM25,
+    where it was read, `others_weight`; the passages other kinds speak for, `evidence`, where
+    given, as EvidenceSettings weighs them); in a hybrid, with the cross-reference graph and the
+    citation prior."""
+    conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
+    # Vector first, as fusion has always taken them: ties keep that order.
+    lists = [(weight, listed) for weight, listed in ((config.vector.weight, found.near), (lexical_weight, found.words),
+                                                     (config.titles.weight, found.titles)) if listed is not None]
+    if others_weight and found.others is not None:
+        lists.append((others_weight, found.others))
+    if evidence:
+        lists.append((config.evidence.weight, evidence))
+    # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
+    power = config.fusion.score_power if config.mode == Mode.HYBRID else 0.0
+    together = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
+    if config.mode == Mode.HYBRID and config.xrefs.weight:
+        linked = candidates.xref_candidates(conn, table_name, together[: config.xrefs.seeds], found.vector,
+                                            (found.where, found.params), config, layout)
+        if linked:
+            together = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
+    if config.mode == Mode.HYBRID and config.fusion.prominence_weight:
+        together = candidates.weigh_prominence(together, config.fusion.prominence_weight, found.index.cited)
+    return together
+
+
+def _is_topic(request: VersionRequest, order: Ranking) -> bool:
+    """A short query that names no passage: its best hit is not a whole pericope."""
+    if not order or not topics.topic_shaped(request.query, request.config, request.filters):
+        return False
+    best = hits_by_id(request.conn, request.table_name, order[:1])
+    return bool(best) and best[0].granularity != "pericope"

@@ -1,0 +1,37 @@
+"""A reference's answer: the verses of the ranges it names, in canonical order, the preferred
+translation first (another where the preferred one holds none of them)."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from lectio.bible.refs import RefRange
+from lectio.retrieval import candidates
+from lectio.retrieval.hits import SELECT_COLUMNS, Hit
+from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
+from lectio.retrieval.response import SearchResponse, results
+
+
+def lookup(request: VersionRequest, ranges: list[RefRange]) -> SearchResponse:
+    """Verses of the referenced ranges in canonical order (the preferred translation first)."""
+    conn, query, filters, version = request.conn, request.query, request.filters, request.version
+    span, span_params = candidates.ordinal_spans([(r.start_ordinal, r.end_ordinal) for r in ranges])
+    for translation in _translation_preference(request):
+        where, params = filters.where(translation)
+        rows = conn.execute(
+            sql.SQL("SELECT {cols} FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} "
+                    "ORDER BY ordinal, translation LIMIT %(k)s").format(
+                cols=SELECT_COLUMNS, table=sql.Identifier(request.table_name), span=span, where=where),
+            {**span_params, **params, "k": request.k},
+        ).fetchall()
+        if rows:
+            return SearchResponse(query, "reference", version, results([Hit.of_row(row, 1.0) for row in rows]))
+    labels = "; ".join(r.label for r in ranges)
+    return SearchResponse(query, "reference", version, message=f"no verses of {labels} are in the index")
+
+
+def _translation_preference(request: VersionRequest) -> list[str | None]:
+    """The caller's translation alone; else the preferred one, then any."""
+    if request.filters.translation:
+        return [request.filters.translation]
+    return [DEFAULT_TRANSLATION, None]

@@ -1,0 +1,37 @@
+"""One search as the steps after routing see it: the caller's request with what was read of its
+version (the chunk table, its layout, its model, the lexical mirror in the scope)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+from lectio.embedding.model import Embedder
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.scope import Scope
+
+# With several translations indexed, one is preferred unless the caller names another.
+DEFAULT_TRANSLATION = "WEB"
+
+
+@dataclass(frozen=True)
+class VersionRequest:
+    """A SearchRequest with what was read of its version. A narrower search inside it (the
+    lexicon entries of a word study, the evidence's unfiltered ranking) is a replace() of it."""
+
+    conn: psycopg.Connection
+    table_name: str  # the version's chunk table
+    query: str
+    k: int
+    filters: Scope
+    version: str
+    config: SearchConfig
+    embedder: Embedder | None  # the version's model; a reference is looked up, not embedded
+    layout: int | None  # the version's INDEX_LAYOUT (lectio.index.tables)
+    vector_conn: psycopg.Connection | None = None  # the vector side's, beside the lexical side on `conn`
+
+    @property
+    def translation(self) -> str:
+        """The translation the retrievers rank: the caller's, else the preferred one."""
+        return self.filters.translation or DEFAULT_TRANSLATION
