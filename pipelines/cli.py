@@ -16,6 +16,7 @@ from lectio.index import locks, revocation, schema, versions
 from lectio.index.database import ensure_database, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
 from lectio.retrieval.filters import FILTER_HELP, Filters
+from lectio.retrieval.options import OPTION_HELP, SearchOptions
 from lectio.retrieval.modes import MODES, Mode
 from lectio.sources import SourceError, check_principals, load_sources
 
@@ -113,20 +114,17 @@ def _model_options(model: argparse.ArgumentParser) -> None:
 
 def _search_options(search: argparse.ArgumentParser) -> None:
     search.add_argument("query")
-    search.add_argument("--k", type=int, default=10)
     search.add_argument("--principal", action="append", help="caller principal (repeatable); default public")
     for name, help in FILTER_HELP.items():
         search.add_argument(f"--{name}", help=help)
     search.add_argument("--index", help="index version (default: the live one)")
-    search.add_argument("--mode", choices=MODES, default=Mode.HYBRID)
-    search.add_argument("--parents", action="store_true", help="return each hit's parent (a verse's pericope), once")
-    search.add_argument("--xrefs", type=float, metavar="WEIGHT", default=0.0,
-                        help="fuse verses the corpus cross-references from the best hits (e.g. 0.3)")
-    search.add_argument("--prominence", type=float, metavar="WEIGHT",
-                        help="weight of how often the corpus cites a passage (default 0.2; 0 turns it off; a query of "
-                             "30 words or more is a paragraph, without the prior)")
-    search.add_argument("--mmr", type=float, metavar="LAMBDA",
-                        help="diversify the results by maximal marginal relevance (1 = relevance only)")
+    # The same options, defaults and help as the service's query parameters (SearchOptions).
+    defaults = SearchOptions()
+    search.add_argument("--k", type=int, default=defaults.k, help=OPTION_HELP["k"])
+    search.add_argument("--mode", choices=MODES, default=defaults.mode, help=OPTION_HELP["mode"])
+    search.add_argument("--parents", action="store_true", help=OPTION_HELP["parents"])
+    for name, metavar in (("xrefs", "WEIGHT"), ("prominence", "WEIGHT"), ("mmr", "LAMBDA")):
+        search.add_argument(f"--{name}", type=float, metavar=metavar, help=OPTION_HELP[name])
     search.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="settings",
                         help="a search setting, as for `lectio eval --set` (e.g. stages.rerank.model=latest)")
     search.add_argument("--server", metavar="URL", help="ask a running `lectio serve` (e.g. http://127.0.0.1:8000) "
@@ -255,21 +253,17 @@ def ui_url_env(env: dict, port: int) -> dict:
 def _search(args) -> int:
     if args.server:
         return _search_server(args)
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchRequest, search
 
     settings = load_settings()
-    filters = _filters(args)
-    if args.k < 1:
-        raise ValueError(f"--k must be at least 1, not {args.k}")
+    filters, options = _filters(args), _options(args)
     principals = check_principals(args.principal or DEFAULT_PRINCIPALS)
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
         if args.index:
             revocation.refuse_unservable(conn, args.index)
-        config = SearchConfig.from_options(args.settings, mode=args.mode, return_parents=args.parents, mmr_lambda=args.mmr,
-                                           xref_weight=args.xrefs, prominence_weight=args.prominence)
-        response = search(conn, SearchRequest(args.query, k=args.k, principals=principals, version=args.index,
-                                              filters=filters, config=config))
+        response = search(conn, SearchRequest(args.query, k=options.k, principals=principals, version=args.index,
+                                              filters=filters, config=options.config(args.settings)))
     return _print_results(args, response.to_json())
 
 
@@ -289,6 +283,13 @@ def _filters(args) -> Filters:
     return filters
 
 
+def _options(args) -> SearchOptions:
+    options = SearchOptions.of(vars(args))
+    if problem := options.problem():
+        raise ValueError(f"--{problem}")
+    return options
+
+
 def _search_server(args) -> int:
     """The same search through a running service: no model or database in this process."""
     from lectio.serving.client import search_remote
@@ -297,7 +298,7 @@ def _search_server(args) -> int:
         raise ValueError("--principal is not sent to a server: principals come from --token")
     if args.settings:
         raise ValueError("--set is not sent to a server: the service searches with its own settings")
-    payload = search_remote(args.server, args.query, k=args.k, mode=args.mode, filters=Filters.of(vars(args)),
+    payload = search_remote(args.server, args.query, _options(args), _filters(args),
                             token=args.token or os.environ.get("LECTIO_TOKEN"))
     return _print_results(args, payload)
 

@@ -30,8 +30,8 @@ from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.modes import Mode
-from lectio.retrieval.search import MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
+from lectio.retrieval.options import SearchOptions
+from lectio.retrieval.search import MAX_QUERY_CHARS, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings, auth_settings, load_settings
 
@@ -240,18 +240,16 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     def search_endpoint(
         request: Request,
         q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS, description="the reader's question or a reference"),
-        k: int = Query(20, ge=1, le=100),
-        # Filters' fields are the query parameters, as they are the CLI's options.
+        # Filters' and SearchOptions' fields are the query parameters, as they are the CLI's options.
         filters: Filters = Depends(),
-        mode: Mode = Mode.HYBRID,
+        options: SearchOptions = Depends(),
     ):
         principals = verifier.principals(request.headers.get("authorization"))
-        if problem := filters.problem():
+        if problem := filters.problem() or options.problem():
             return JSONResponse({"error": problem}, status_code=400)
         started = time.perf_counter()
         try:
-            asked = SearchRequest(q, k=k, principals=principals, filters=filters,
-                                  config=SearchConfig.from_options(mode=mode))
+            asked = SearchRequest(q, k=options.k, principals=principals, filters=filters, config=options.config())
             response = state["pool"].run_pair(lambda conn, second: search(
                 conn, asked, embedder=state["embedder"], vector_conn=second))
         except Exception:

@@ -9,12 +9,13 @@ import urllib.parse
 import urllib.request
 
 from lectio.retrieval.filters import Filters
+from lectio.retrieval.options import SearchOptions
 
 
-def search_remote(server: str, query: str, *, k: int, mode: str, filters: Filters, token: str | None) -> dict:
+def search_remote(server: str, query: str, options: SearchOptions, filters: Filters, token: str | None) -> dict:
     """The service's JSON answer to GET /search. A refusal or an unreachable server is a
     ValueError naming the server and its reason, never a traceback."""
-    params = {"q": query, "k": k, "mode": mode, **filters.given()}
+    params = {"q": query, **options.given(), **filters.given()}
     request = urllib.request.Request(f"{server.rstrip('/')}/search?{urllib.parse.urlencode(params)}")
     if token:
         request.add_header("Authorization", f"Bearer {token}")

@@ -18,6 +18,7 @@ import jwt
 import pytest
 import uvicorn
 
+from lectio.retrieval.options import SearchOptions
 from lectio.serving.app import SERVER_OPTIONS, create_app
 from lectio.serving.auth import AuthError, Verifier
 from pipelines.cli import main as cli
@@ -110,6 +111,30 @@ def test_the_service_answers_as_the_cli_does(service, capsys):
     assert cli(["search", "Philippians 4:6", "--k", "5", "--json", "--server", url]) == 0
     remote = json.loads(capsys.readouterr().out)
     assert remote["results"] == local["results"]
+
+
+@pytest.mark.parametrize("options", [[], ["--parents"], ["--mmr", "0.5"], ["--xrefs", "0.3"], ["--prominence", "0"],
+                                     ["--mode", "lexical", "--parents"]])
+def test_every_search_option_reaches_the_service_and_means_the_same_there(service, capsys, options):
+    """The CLI and the service take the same options with the same defaults: a search sent with
+    --server answers exactly as the same search run here, whatever the options."""
+    url, _ = service
+    query = ["search", "the Lord is my shepherd", "--json", *options]
+    capsys.readouterr()
+    assert cli(query) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert cli([*query, "--server", url]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert remote["results"] == local["results"] and len(local["results"]) == SearchOptions().k
+
+
+def test_the_parents_option_changes_the_answer_at_every_door(service):
+    """A sent option is not silently dropped: parents replace children in the service's answer."""
+    url, _ = service
+    _, plain = get(url, "/search", q="the Lord is my shepherd")
+    _, parents = get(url, "/search", q="the Lord is my shepherd", parents="true")
+    assert {r["granularity"] for r in plain["results"]} != {r["granularity"] for r in parents["results"]}
+    assert get(url, "/search", q="shepherd", mmr=2)[0] == 400
 
 
 def test_principals_come_only_from_a_verified_token(service, rsa_keys):
