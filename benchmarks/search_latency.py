@@ -224,7 +224,7 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
     found = {"mirror": [], "postings": []}
     same, same_but_ties, differences = 0, 0, []
     for query in queries:
-        extra = expansion_words(query, config)
+        extra = expansion_words(query, config.expansion)
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)
             lists = {}
@@ -288,7 +288,7 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
         return value
 
     for query in queries:
-        extra = expansion_words(query, config)
+        extra = expansion_words(query, config.expansion)
         vector = timed("embed", lambda: embedder.encode([query])[0])
         with conn.transaction():
             security.act_as_reader(conn, DEFAULT_PRINCIPALS)

@@ -1,8 +1,9 @@
 """The knobs of a ranked search, in one frozen value: evaluation and migrations compare versions
 under the same configuration, and the CLI, the service and evaluation build it one way
-(SearchConfig.from_options). Settings are grouped per retriever, for fusion and per stage
-(lectio.retrieval.stages), and named by their path: `vector.ef_search`, `fusion.rrf_k`,
-`stages.query_share.weight`; the flat names they had before (ALIASES) still name them."""
+(SearchConfig.from_options). Settings are grouped per retriever, for fusion and per stage (each
+stage's own, declared in its module and gathered by lectio.retrieval.pipeline), and named by
+their path: `vector.ef_search`, `fusion.rrf_k`, `stages.query_share.weight`; the flat names they
+had before (ALIASES) still name them at the doors."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from lectio.index import bm25
+from lectio.retrieval.expansion import ExpansionSettings
 from lectio.retrieval.modes import MODES, Mode
-from lectio.retrieval.reranking import RerankSettings
+from lectio.retrieval.pipeline import GROUPS, StageSettings
 
 
 @dataclass(frozen=True)
@@ -42,21 +44,6 @@ class LexicalSettings:
     # apply a filter, the postings above are read in SQL.
     mirror: bool = True
     expand: bool = True  # match the query's expansion words too (ExpansionSettings)
-
-
-@dataclass(frozen=True)
-class ExpansionSettings:
-    """Query expansion from the translations' renderings of the same Strong's numbers
-    (lectio.retrieval.expansion); expansion words weigh less than the query's own. A rendering
-    counts when seen `min_count` times and it carries `min_share` of the query word's numbers; at
-    most `max_terms` words are added for each query word."""
-
-    # 0.3 was chosen on the theology set's dev part over 0.5 and 0.2; the count, share and terms
-    # limits over looser ones (see docs/results.md).
-    weight: float = 0.3
-    min_count: int = 5
-    min_share: float = 0.1
-    max_terms: int = 3
 
 
 @dataclass(frozen=True)
@@ -170,76 +157,6 @@ class FusionSettings:
 
 
 @dataclass(frozen=True)
-class QueryShareSettings:
-    """The first `depth` fused hits re-ordered by how much of the query's content words each
-    one's own text holds (lectio.retrieval.rerank.by_query_share). Hybrid mode only."""
-
-    # 0.2 was chosen on the dev parts over 0.5 and 1: the only weight that gained beyond noise
-    # (Nave's MRR) and lost nowhere; 1 lifted near-quotation MRR within noise and cost budget.
-    weight: float = 0.2
-    depth: int = 10
-
-
-@dataclass(frozen=True)
-class LongPassageSettings:
-    """A hit longer than `tokens` word pieces among the first k follows the shorter ones
-    (lectio.retrieval.rerank.long_passages_last); with `parts`, the best smaller scripture hit
-    inside it (a verse or paragraph further down) takes its place. Hybrid mode only; 0 turns it
-    off."""
-
-    # A 46-verse pericope ranked first spent a whole 1,000-word-piece page on the one verse a
-    # quotation asked for. 1000 (a page) with parts was chosen on the dev parts over 500, 700, 850
-    # and 1500 and over no parts: near-quotation budget recall .985 -> 1.000, theology .499 ->
-    # .507, recall@20 unchanged everywhere, MRR within noise (parts off cost theology MRR; 500 cost
-    # it beyond noise); see docs/results.md.
-    tokens: int = 1000
-    parts: bool = True
-    # The page a caller takes from the top holds `tokens` word pieces: with `pack_page`, a hit of
-    # the first k that would pass what is left of it follows the hits that still fit
-    # (lectio.retrieval.rerank.pack_page), so one long paragraph does not end the page for the
-    # verses after it; off, only hits longer than the whole page follow. Chosen on the dev parts:
-    # budget recall theology .506 -> .524, Nave's .304 -> .311, recall@20 unchanged (the same k
-    # hits), theology nDCG@10 .420 -> .411 within noise.
-    pack_page: bool = True
-
-
-@dataclass(frozen=True)
-class CollapseSettings:
-    """A hit whose verses are all covered by better-ranked hits adds nothing new: drop it. One of
-    which less than `min_new_share` of its verses is new follows the others. With
-    `commentary_later`, a commentary (or other non-scripture) hit on verses already listed
-    follows the others: its text is worth reading, so it stays, but it spent a page on verses the
-    page had."""
-
-    on: bool = True
-    # 0: none follows; 0.5 and 0.9 moved no dev metric beyond noise but theology recall@20, which
-    # 0.9 cost.
-    min_new_share: float = 0.0
-    # On the dev parts it gained a little everywhere and lost nowhere (Nave's budget recall .280
-    # -> .284).
-    commentary_later: bool = True
-
-
-@dataclass(frozen=True)
-class StageSettings:
-    """The stages the fused hits pass through (lectio.retrieval.stages), in the order they run."""
-
-    rerank: RerankSettings = field(default_factory=RerankSettings)
-    query_share: QueryShareSettings = field(default_factory=QueryShareSettings)
-    long_passages: LongPassageSettings = field(default_factory=LongPassageSettings)
-    collapse: CollapseSettings = field(default_factory=CollapseSettings)
-    # One prolific commentary (Spurgeon's 21,700 passages on the Psalms) can fill a first page:
-    # past this many hits from one non-scripture source, its further hits follow all the others.
-    # Hybrid mode, and only when no kind is asked for; None turns it off.
-    per_source: int | None = 2
-    # Maximal marginal relevance (a crowded theme returns near-duplicate verses): each
-    # next hit maximises lambda * relevance - (1 - lambda) * its similarity to the hits already
-    # taken. None keeps the ranking as fused.
-    mmr_lambda: float | None = None
-    return_parents: bool = False  # replace child hits by their parent chunk, collapsing duplicates
-
-
-@dataclass(frozen=True)
 class SearchConfig:
     """How a non-reference query is answered. Lexical matching catches what
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
@@ -346,9 +263,7 @@ def _set(settings, path: list[str], value):
 
 _SETTINGS = {kind.__name__: kind for kind in (
     VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, ParagraphSettings,
-    XrefSettings, EvidenceSettings,
-    FusionSettings,
-    StageSettings, RerankSettings, QueryShareSettings, LongPassageSettings, CollapseSettings)}
+    XrefSettings, EvidenceSettings, FusionSettings, StageSettings)} | GROUPS
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
 # They are read at the doors only (the CLI's options, `--set`, query sets, recorded reports, through

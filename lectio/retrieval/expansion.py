@@ -20,12 +20,28 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from lectio.readers.renderings import is_function_word
-from lectio.retrieval.config import SearchConfig
 from lectio.settings import PROJECT_ROOT
+
+
+@dataclass(frozen=True)
+class ExpansionSettings:
+    """Query expansion from the translations' renderings of the same Strong's numbers (the
+    search setting `expansion.*`); expansion words weigh less than the query's own. A rendering
+    counts when seen `min_count` times and it carries `min_share` of the query word's numbers; at
+    most `max_terms` words are added for each query word."""
+
+    # 0.3 was chosen on the theology set's dev part over 0.5 and 0.2; the count, share and terms
+    # limits over looser ones (see docs/results.md).
+    weight: float = 0.3
+    min_count: int = 5
+    min_share: float = 0.1
+    max_terms: int = 3
+
 
 RENDERINGS = PROJECT_ROOT / "data" / "vocabulary" / "renderings.tsv"
 
@@ -203,7 +219,7 @@ def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_te
     return found
 
 
-def expansion_words(query: str, config: SearchConfig) -> str:
-    """The words `config` adds to `query`, as one string, as the retrievers take them."""
-    return " ".join(expansions(query, min_count=config.expansion.min_count, min_share=config.expansion.min_share,
-                               max_terms=config.expansion.max_terms))
+def expansion_words(query: str, settings: ExpansionSettings) -> str:
+    """The words `settings` add to `query`, as one string, as the retrievers take them."""
+    return " ".join(expansions(query, min_count=settings.min_count, min_share=settings.min_share,
+                               max_terms=settings.max_terms))

@@ -40,7 +40,7 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
     # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
     index = lexical.choose(conn, table_name, layout, filters, translation, narrower=rows)
     where, params = index.rows.where, index.rows.params
-    extra = expansion_words(query, config) if config.lexical.expand or config.vector.expand else ""
+    extra = expansion_words(query, config.expansion) if config.lexical.expand or config.vector.expand else ""
     side = near = words = titles = others = None
     if config.embeds:
         # The model embeds the query (and a second connection reads its neighbours) while the

@@ -1,6 +1,6 @@
 """Reshaping a ranked list of hits: re-order by the query's words, move long passages down,
 collapse hits another hit covers, spread one source's hits, diversify by maximal marginal
-relevance, or return parents. The stages of a search (lectio.retrieval.stages) call these."""
+relevance, or return parents. The ranking stages (lectio.retrieval.pipeline) call these."""
 
 from __future__ import annotations
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import ClassVar
 
-from lectio.retrieval.modes import HYBRID_ONLY
 from lectio.retrieval.hits import Hit
+from lectio.retrieval.modes import HYBRID_ONLY
+from lectio.retrieval.stage import Context, Setting
 
 # Reciprocal-rank constant of the fusion with the fused order: small, since it fuses the first
 # `depth` hits only and the top of the page is what it decides.
@@ -44,6 +46,7 @@ class Rerank:
     tokens: int
     weight: float
     modes: frozenset[str] = HYBRID_ONLY
+    settings: ClassVar[tuple[Setting, ...]] = (Setting("rerank", RerankSettings),)
 
     @classmethod
     def of(cls, config) -> Rerank | None:
@@ -55,7 +58,7 @@ class Rerank:
         # no reranker ranks exactly as it did before there were any.
         return max(k, self.head) if _chosen(self.model) else k
 
-    def apply(self, hits: list[Hit], ctx) -> list[Hit]:
+    def apply(self, hits: list[Hit], ctx: Context) -> list[Hit]:
         chosen = _chosen(self.model)
         if chosen is None:
             return hits

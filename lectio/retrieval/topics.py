@@ -40,6 +40,6 @@ def other_translations(conn, table_name: str, query: str, filters: Scope, config
     """BM25 over the scripture of every translation but `translation`, each hit given as the chunk
     of the same verses in `translation` (candidates.twins): the verse whose word `translation`
     renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
-    extra = expansion_words(query, config) if config.lexical.expand else ""
+    extra = expansion_words(query, config.expansion) if config.lexical.expand else ""
     ranked = lexical.choose(conn, table_name, layout, filters, translation, others=True).words(query, extra, config)
     return candidates.twins(conn, table_name, ranked, *filters.where(translation))

@@ -48,7 +48,7 @@ def both_ways(conn, info, found, principals, given, ask):
 
 def lexical_both_ways(conn, info, found, query, principals=("public",), given=Filters(), config=SearchConfig()):
     """BM25 candidates from the mirror `found`, and from SQL scoring every matching chunk."""
-    extra = expansion_words(query, config) if config.lexical.expand else ""
+    extra = expansion_words(query, config.expansion) if config.lexical.expand else ""
     return both_ways(conn, info, found, principals, given, lambda index: index.words(query, extra, config))
 
 

@@ -331,7 +331,7 @@ def lexical_both_ways(conn, small_index, query, principals=("public",), filters=
     table = info.table_name
     chosen = Scope(principals, filters, info.bm25_corpus)
     where, params = chosen.where("WEB")
-    extra = expansion_words(query, config)
+    extra = expansion_words(query, config.expansion)
     with conn.transaction():
         security.act_as_reader(conn, principals)
         read = lexical.PostingsIndex(lexical.Rows(conn, table, where, params, 7),

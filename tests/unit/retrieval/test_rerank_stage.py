@@ -7,6 +7,7 @@ from __future__ import annotations
 from lectio.retrieval import stages
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.hits import Hit
+from lectio.retrieval.stage import Context
 from lectio.retrieval.reranking import Rerank, fuse
 
 
@@ -54,5 +55,5 @@ def test_the_stage_reorders_its_head_and_leaves_the_rest(monkeypatch):
     monkeypatch.setattr("lectio.reranker.model.loaded", lambda home, model: Scorer())
     given = [Hit(f"h{i}", 1.0, text="x" * (i + 1)) for i in range(6)]
     stage = Rerank("m", head=3, tokens=64, weight=5.0)
-    ranked = stage.apply(given, stages.Context(None, "t", "q", 2, kind=None))
+    ranked = stage.apply(given, Context(None, "t", "q", 2, kind=None))
     assert [h.chunk_id for h in ranked] == ["h2", "h1", "h0", "h3", "h4", "h5"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from lectio.retrieval import stages
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.hits import Hit
+from lectio.retrieval.spread import SpreadSources
+from lectio.retrieval.stage import Context, Truncate
 
 
 def names(config: SearchConfig) -> list[str]:
@@ -43,12 +45,12 @@ def test_the_pool_is_as_deep_as_the_deepest_stage_looks():
 def test_a_stage_reads_the_hits_by_name_and_keeps_them_typed():
     hits = [Hit("a", 0.3, kind="notes", source_id="s", refs=[]), Hit("b", 0.2, kind="notes", source_id="s", refs=[]),
             Hit("c", 0.1, kind="scripture", refs=["r"])]
-    spread = stages.SpreadSources(1)
-    context = stages.Context(None, "t", "q", 2, kind=None)
+    spread = SpreadSources(1)
+    context = Context(None, "t", "q", 2, kind=None)
     assert [hit.chunk_id for hit in spread.apply(hits, context)] == ["a", "c", "b"]
     # A caller asking for one kind sees its sources as ranked.
-    assert spread.apply(hits, stages.Context(None, "t", "q", 2, kind="notes")) == hits
-    assert stages.run((spread, stages.Truncate()), hits, context) == [hits[0], hits[2]]
+    assert spread.apply(hits, Context(None, "t", "q", 2, kind="notes")) == hits
+    assert stages.run((spread, Truncate()), hits, context) == [hits[0], hits[2]]
 
 
 def test_a_paragraph_keeps_whole_passages_under_its_own_prior_weight():
@@ -58,3 +60,25 @@ def test_a_paragraph_keeps_whole_passages_under_its_own_prior_weight():
     # Its own knobs, as any setting: `--set paragraphs.long_passage_tokens=1000` keeps the stages.
     kept = SearchConfig.from_options(["paragraphs.long_passage_tokens=1000"]).for_paragraphs()
     assert names(kept) == names(SearchConfig())
+
+
+def test_each_stage_owns_its_settings_and_the_pipeline_gathers_them():
+    """Adding a stage is one module and one line in PIPELINE: its settings are declared in the
+    stage's own module, and `stages.` in the search settings is exactly what the stages declare."""
+    import dataclasses
+    import inspect
+
+    from lectio.retrieval import config, pipeline
+
+    declared = []
+    for stage in pipeline.PIPELINE:
+        for setting in stage.settings:
+            if isinstance(setting.kind, type):
+                assert setting.kind.__module__ == stage.__module__, (stage.__name__, setting.kind.__name__)
+            declared.append(setting.name)
+    fields = [f.name for f in dataclasses.fields(pipeline.StageSettings)]
+    assert fields == list(dict.fromkeys(declared)) + ["return_parents"]
+    # The search settings' module names no stage and none of their settings.
+    source = inspect.getsource(config)
+    assert not [s.__name__ for s in pipeline.PIPELINE if s.__name__ in source]
+    assert not [name for name in pipeline.GROUPS if f"class {name}" in source]

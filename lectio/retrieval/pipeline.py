@@ -1,0 +1,47 @@
+"""The ranking stages in the order they run, and the search settings they own.
+
+Adding a stage is its module (a class that keeps to lectio.retrieval.stage.Stage and declares its
+settings) and one line in PIPELINE: the settings appear under `stages.` in every SearchConfig,
+`lectio eval --set` and `lectio search --set` take them, and lectio.retrieval.stages runs the
+stage wherever its settings turn it on, for its modes."""
+
+from __future__ import annotations
+
+from dataclasses import field, make_dataclass
+
+from lectio.retrieval.collapse import CollapseCovered
+from lectio.retrieval.long_passages import LongPassageParts, PackPage
+from lectio.retrieval.mmr import Mmr
+from lectio.retrieval.query_share import QueryShare
+from lectio.retrieval.reranking import Rerank
+from lectio.retrieval.spread import SpreadSources
+from lectio.retrieval.stage import Setting, Truncate
+
+# The order the stages run in. The trained reranker reads the fused order first, so every stage
+# after it shapes the page it chose. Parts take a long passage's place before collapsing could drop
+# them as covered; spreading and MMR see the collapsed list; the page is packed from the k kept.
+PIPELINE = (Rerank, QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
+
+# Not a stage's: the search replaces child hits by their parent chunk, collapsing duplicates,
+# before the stages see them.
+_PARENTS = Setting("return_parents", "bool", False)
+
+
+def _declared() -> dict[str, Setting]:
+    """Every stage's settings by name, in PIPELINE's order (stages that share a group, such as
+    the two long-passage stages, declare it alike and it appears once)."""
+    found: dict[str, Setting] = {}
+    for stage in PIPELINE:
+        for setting in stage.settings:
+            if found.setdefault(setting.name, setting) != setting:
+                raise TypeError(f"two stages declare the setting stages.{setting.name} differently")
+    return {**found, _PARENTS.name: _PARENTS}
+
+
+# The search setting `stages`: one field per declared setting, frozen like every settings group.
+StageSettings = make_dataclass(
+    "StageSettings", [(s.name, s.annotation, s.field()) for s in _declared().values()], frozen=True,
+    namespace={"__doc__": "The stages the fused hits pass through (PIPELINE), each one's settings under its name."})
+StageSettings.__module__ = __name__
+# The settings groups the stages own, by name: how the settings' paths are walked.
+GROUPS = {s.kind.__name__: s.kind for s in _declared().values() if isinstance(s.kind, type)}
