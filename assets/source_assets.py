@@ -51,16 +51,12 @@ PARSE_CHECK = "source_parses"
 GATE_CHECKS = (ENTRY_CHECK, PARSE_CHECK)
 
 
-def entry_problem(corpus: CorpusResource, source_id: str) -> tuple[str, str] | None:
-    """(field, message) for what is wrong with a source's entry or its file, or None."""
-    try:
-        source = corpus.source(source_id)
-    except SourceError as exc:
-        return _field(exc.problem), str(exc)
+def file_problem(source: Source) -> str | None:
+    """What is wrong with a valid entry's file (gone, unreadable), or None."""
     if source.path is not None and not source.path.exists():
-        return "path", f"source {source_id!r}: file {source.path} does not exist"
+        return f"source {source.id!r}: file {source.path} does not exist"
     if source.path is not None and not os.access(source.path, os.R_OK):
-        return "path", f"source {source_id!r}: {source.path} is not readable"
+        return f"source {source.id!r}: {source.path} is not readable"
     return None
 
 
@@ -88,20 +84,6 @@ def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
     if line := re.search(r"\bline (\d+)\b", exc.problem):
         metadata["line"] = int(line.group(1))
     return f"source {source.id!r}: {problem}", metadata
-
-
-def _field(problem: str) -> str:
-    # SourceError names the field in its message ("has no 'acl'", "unknown kind …"), not as an
-    # attribute; the first quoted or leading field name is the one.
-    if match := re.match(r"unknown (kind|format)\b", problem):
-        return match.group(1)
-    match = re.search(r"'(\w+)'", problem)
-    return match.group(1) if match else "entry"
-
-
-def input_fingerprint(corpus: CorpusResource, embedder: EmbedderResource, source_id: str) -> str | None:
-    """The source's input fingerprint, as source_inputs observes it (None: its data is not here)."""
-    return registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id).get(source_id)
 
 
 def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
@@ -146,18 +128,24 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
            output_required=False, kinds={"python"}, owners=OWNERS)
     def raw_texts(context: AssetExecutionContext, corpus: CorpusResource, embedder: EmbedderResource):
         """The source as read, with a content hash so unchanged input is recognised."""
-        if problem := entry_problem(corpus, context.partition_key):
-            field, message = problem
+        key = context.partition_key
+        try:
+            # The one place a source's entry is read from the sources file (once); later stages
+            # get it from here. Its fingerprint is taken before the file is read: a file changed
+            # while it is read then shows as changed next time.
+            source, inputs = registry.source_and_inputs(corpus.sources_path, corpus.corpus_path, key,
+                                                        embedder.model_id)
+            problem, field = file_problem(source), "path"
+        except SourceError as exc:
+            problem, field = str(exc), exc.field or "entry"
+        if problem:
             yield AssetCheckResult(check_name=ENTRY_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
-                                   description=message, metadata={"field": field, "source": context.partition_key})
+                                   description=problem, metadata={"field": field, "source": key})
             return
-        # Taken before the read: a file changed while it is read then shows as changed next time.
-        inputs = input_fingerprint(corpus, embedder, context.partition_key)
-        # The one place a source's entry is read from the sources file; later stages get it from here.
-        raw = registry.read_source(corpus.source(context.partition_key), corpus.corpus_path)
+        raw = registry.read_source(source, corpus.corpus_path)
         yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units,
                                     **({INPUTS_KEY: inputs} if inputs else {})})
-        yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": context.partition_key})
+        yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": key})
 
     @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False,
            kinds={"pandas"}, owners=OWNERS)

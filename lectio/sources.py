@@ -23,18 +23,6 @@ import yaml
 from lectio.settings import load_settings
 
 KINDS = ("scripture", "commentary", "patristic", "reformation", "modern", "notes", "document", "lexicon")
-FORMATS = (
-    "sword-bible",
-    "sword-commentary",
-    "sword-lexicon",
-    "markdown",
-    "text",
-    "html",
-    "notes-jsonl",
-    "westminster-json",
-)
-# Formats whose chunker reads `rules:`; elsewhere the key would be ignored silently, so it is refused.
-TUNABLE_FORMATS = ("sword-bible",)
 METADATA_KEYS = ("title", "author", "translation", "tradition", "tier", "effective_date", "scope")
 # Prose a person reads, where a tab or a line break is still text. Every other string of an
 # entry (id, path, module, acl, rules, …) is a name or key: any control character is refused.
@@ -81,11 +69,14 @@ class SourceError(Exception):
     # is wrong still says who may see it); None otherwise.
     acl: tuple[str, ...] | None = None
 
-    def __init__(self, source_id: str, problem: str):
+    def __init__(self, source_id: str, problem: str, field: str | None = None):
         # "*": the sources file as a whole, which the problem names itself.
         super().__init__(problem if source_id == "*" else f"source {source_id!r}: {problem}")
         self.source_id = source_id
         self.problem = problem
+        # The entry's key at fault ("acl", "kind", "path", …), where one is; None for the entry or
+        # its file as a whole. The UI's entry check shows it.
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -371,29 +362,29 @@ def parse_entry(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None =
     _check_scalars(sid, entry)
     acl = entry.get("acl")
     if acl is None:
-        raise SourceError(sid, "has no 'acl'; every source must say who may see it (e.g. acl: [public])")
+        raise SourceError(sid, "has no 'acl'; every source must say who may see it (e.g. acl: [public])", "acl")
     if isinstance(acl, str):
         acl = [acl]
     if not isinstance(acl, list) or not acl or not all(isinstance(p, str) and p.strip() for p in acl):
-        raise SourceError(sid, f"'acl' must be a non-empty list of principals, got {acl!r}")
+        raise SourceError(sid, f"'acl' must be a non-empty list of principals, got {acl!r}", "acl")
     try:
         acl = list(check_principals(p.strip() for p in acl))
     except ValueError as exc:
-        raise SourceError(sid, f"'acl': {exc}") from None
+        raise SourceError(sid, f"'acl': {exc}", "acl") from None
     kind = entry.get("kind")
     if kind not in KINDS:
-        raise SourceError(sid, f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        raise SourceError(sid, f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}", "kind")
+    # Which formats exist, and which take `rules:`, the formats themselves say
+    # (lectio.rulesets.registry.format_of, where the source is read).
     fmt = entry.get("format")
-    if fmt not in FORMATS:
-        raise SourceError(sid, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not isinstance(fmt, str) or not fmt.strip():
+        raise SourceError(sid, f"needs a 'format' (the reader of its file, e.g. markdown), got {fmt!r}", "format")
     rules = entry.get("rules") or {}
     if not isinstance(rules, dict) or not all(isinstance(k, str) for k in rules):
-        raise SourceError(sid, f"'rules' must be a mapping of rule names to values, got {rules!r}")
-    if rules and fmt not in TUNABLE_FORMATS:
-        raise SourceError(sid, f"format {fmt!r} has no tunable rules; 'rules' applies to {', '.join(TUNABLE_FORMATS)}")
+        raise SourceError(sid, f"'rules' must be a mapping of rule names to values, got {rules!r}", "rules")
     path, module = entry.get("path"), entry.get("module")
     if not path and not module:
-        raise SourceError(sid, "needs a 'path' (relative to the sources file) or a 'module'")
+        raise SourceError(sid, "needs a 'path' (relative to the sources file) or a 'module'", "path")
     return Source(
         id=sid,
         kind=kind,
@@ -412,12 +403,12 @@ def _check_strings(sid: str, entry: dict[str, Any]) -> None:
     """Every string of the entry storable and readable: a NUL passes YAML and sinks the whole
     index build in PostgreSQL, a lone surrogate breaks the tokenizer, so both fail here, alone."""
     if "_bad_id" in entry:
-        raise SourceError(sid, f"'id' {entry['_bad_id']!r} {_id_problem(entry['_bad_id'])}")
+        raise SourceError(sid, f"'id' {entry['_bad_id']!r} {_id_problem(entry['_bad_id'])}", "id")
     for key, value in entry.items():
         if isinstance(key, str):
-            _refuse(sid, f"{key} (the key)", key, strict=True)
+            _refuse(sid, f"{key} (the key)", key, strict=True, field=key)
         for where, text in _strings(value, str(key)):
-            _refuse(sid, where, text, strict=key not in FREE_TEXT_KEYS)
+            _refuse(sid, where, text, strict=key not in FREE_TEXT_KEYS, field=str(key))
 
 
 def _check_scalars(sid: str, entry: dict[str, Any]) -> None:
@@ -425,7 +416,7 @@ def _check_scalars(sid: str, entry: dict[str, Any]) -> None:
     for key in SCALAR_KEYS:
         value = entry.get(key)
         if value is not None and not isinstance(value, SCALARS):
-            raise SourceError(sid, f"'{key}' must be one value (text, a number or a date), got {_kind_of(value)}")
+            raise SourceError(sid, f"'{key}' must be one value (text, a number or a date), got {_kind_of(value)}", key)
 
 
 def _kind_of(value: Any) -> str:
@@ -434,10 +425,10 @@ def _kind_of(value: Any) -> str:
     return f"a value of type {type(value).__name__}"
 
 
-def _refuse(sid: str, where: str, text: str, strict: bool) -> None:
+def _refuse(sid: str, where: str, text: str, strict: bool, field: str) -> None:
     problem = text_problem(text, strict)
     if problem:
-        raise SourceError(sid, f"{where!r} {problem}")
+        raise SourceError(sid, f"{where!r} {problem}", field)
 
 
 def _located(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None) -> Path:
@@ -446,15 +437,15 @@ def _located(entry: dict[str, Any], base_dir: Path, corpus_dir: Path | None) -> 
     (and serve) a file nobody meant to share."""
     sid, path, allow = entry["id"], entry["path"], entry.get("allow_outside", False)
     if not isinstance(path, str):
-        raise SourceError(sid, f"'path' must be a string, got {path!r}")
+        raise SourceError(sid, f"'path' must be a string, got {path!r}", "path")
     if not isinstance(allow, bool):
-        raise SourceError(sid, f"'allow_outside' must be true or false, got {allow!r}")
+        raise SourceError(sid, f"'allow_outside' must be true or false, got {allow!r}", "allow_outside")
     resolved = (Path(base_dir) / path).resolve()
     roots = [Path(base_dir).resolve(), Path(corpus_dir or _corpus_dir()).resolve()]
     if allow or any(resolved.is_relative_to(root) for root in roots):
         return resolved
     raise SourceError(sid, f"'path' {path!r} leads to {resolved}, outside the sources file's folder {roots[0]} "
-                           f"and the corpus {roots[1]}; add 'allow_outside: true' to the entry if that is meant")
+                           f"and the corpus {roots[1]}; add 'allow_outside: true' to the entry if that is meant", "path")
 
 
 def _corpus_dir() -> Path:

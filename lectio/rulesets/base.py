@@ -32,6 +32,10 @@ class Ruleset(ABC, Generic[S]):
     # fixed windows): the embedder embeds such a text as the mean of its windows, so max_tokens
     # does not bound them, and the quality check counts them instead.
     window_embedded: ClassVar[frozenset[str]] = frozenset()
+    # Whether a source may override the ruleset's rules with `rules:` in the sources file (the
+    # ruleset checks the names and values itself); elsewhere the key would be ignored silently,
+    # so it is refused.
+    tunable: ClassVar[bool] = False
 
     @classmethod
     def fits(cls, granularity: str, tokens: int) -> bool:

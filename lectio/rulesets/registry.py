@@ -60,6 +60,8 @@ FORMATS: dict[tuple[str, str | None], Format] = {
     ("markdown", "modern"): Format.of(MODERN),
     ("text", "modern"): Format.of(MODERN),
 }
+# The formats a sources file may name, in the order above.
+FORMAT_NAMES = tuple(dict.fromkeys(name for name, _ in FORMATS))
 
 
 def input_fingerprints(sources_file: Path, corpus_dir: Path, model: str | None = None) -> dict[str, str | None]:
@@ -89,10 +91,31 @@ class Parsed:
 
 
 def format_of(source: Source) -> Format:
+    """The format that reads and chunks `source`: the one place that knows every format and which
+    of them take `rules:`; a SourceError naming the source otherwise."""
     fmt = FORMATS.get((source.format, source.kind)) or FORMATS.get((source.format, None))
     if fmt is None:
-        raise SourceError(source.id, f"format {source.format!r} has no reader in this version of lectio")
+        raise SourceError(source.id, f"unknown format {source.format!r}; expected one of {', '.join(FORMAT_NAMES)}",
+                          "format")
+    if source.rules and not fmt.rules.tunable:
+        tunable = ", ".join(dict.fromkeys(name for (name, _), f in FORMATS.items() if f.rules.tunable))
+        raise SourceError(source.id, f"format {source.format!r} has no tunable rules; 'rules' applies to {tunable}",
+                          "rules")
     return fmt
+
+
+def source_and_inputs(sources_file: Path, corpus_dir: Path, source_id: str,
+                      model: str | None = None) -> tuple[Source, str | None]:
+    """One source of a sources file, read once: its entry validated (its format and rules by the
+    format's own word) and its input fingerprint (as input_fingerprints gives it; None where its
+    data is not on this machine yet). A SourceError naming the source and, where one is at
+    fault, the entry's field."""
+    for entry in read_entries(sources_file):
+        if entry["id"] == source_id:
+            source = parse_entry(entry, Path(sources_file).resolve().parent)
+            ruleset = format_of(source).ruleset
+            return source, input_fingerprint(entry, sources_file, corpus_dir, ruleset, model or model_id())
+    raise SourceError(source_id, f"is not in {sources_file}")
 
 
 def read_source(source: Source, corpus_dir: Path) -> RawText:

@@ -435,6 +435,7 @@ class Scripture(Ruleset[pd.DataFrame], read=read, parse=parse, chunk=chunk):
     # Pericopes, chapters and fixed windows are longer than the model's window by design; a verse
     # or a paragraph is held to it like any other chunk.
     window_embedded = frozenset({"pericope", "chapter", "window"})
+    tunable = True  # within TUNABLE's ranges (effective_rules)
 
     def facts(self, structure: pd.DataFrame) -> dict:
         """Verse counts, the empty slots listed rather than dropped."""

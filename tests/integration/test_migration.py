@@ -22,7 +22,7 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from lectio.evaluation import migration_gate
-from lectio.rulesets import scripture
+from lectio.rulesets import registry, scripture
 from lectio.index import loader, locks, retention, tables, versions
 from pipelines.cli import main as cli
 from lectio.evaluation.metrics import METRICS
@@ -109,8 +109,8 @@ def test_rule_overrides_are_validated():
             {**base, "chunking": "fixed-512", "rules": {"window_tokens": 64, "overlap_tokens": 64}}, FIXTURES))
     # A format whose chunker reads no rules refuses them rather than ignoring them.
     with pytest.raises(SourceError, match="format 'markdown' has no tunable rules"):
-        parse_entry({"id": "doc", "kind": "document", "format": "markdown", "path": "x.md", "acl": ["public"],
-                      "rules": {"pack_target_tokens": 100}}, FIXTURES)
+        registry.format_of(parse_entry({"id": "doc", "kind": "document", "format": "markdown", "path": "x.md",
+                                        "acl": ["public"], "rules": {"pack_target_tokens": 100}}, FIXTURES))
 
 
 # ---------------------------------------------------------------- the gate's rule

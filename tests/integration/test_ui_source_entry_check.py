@@ -41,6 +41,10 @@ def _evaluations(result):
     ("{id: entry-badacl, kind: document, format: text, path: rota.txt, acl: []}", "acl"),
     ("{id: entry-gone, kind: document, format: text, path: gone.txt, acl: [public]}", "path"),
     ("{id: entry-kind, kind: novel, format: text, path: rota.txt, acl: [public]}", "kind"),
+    # Which formats exist and which take rules, the formats say: the same check, the same field.
+    ("{id: entry-format, kind: document, format: docx, path: rota.txt, acl: [public]}", "format"),
+    ("{id: entry-rules, kind: document, format: text, path: rota.txt, acl: [public], rules: {x: 1}}", "rules"),
+    ("{id: entry-title, kind: document, format: text, path: rota.txt, acl: [public], title: [a, b]}", "title"),
 ])
 def test_a_bad_entry_is_one_failed_check_naming_its_field(instance, tmp_path, caplog, entry, field):
     (tmp_path / "rota.txt").write_text("Rota\n\nSunday: tea after the service.\n")

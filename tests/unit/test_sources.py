@@ -26,7 +26,7 @@ def test_entries_without_id_get_a_positional_one(tmp_path):
     [
         ("{id: x, kind: document, format: text, path: a.txt}", "has no 'acl'"),
         ("{id: x, kind: document, format: text, path: a.txt, acl: []}", "'acl' must be a non-empty list"),
-        ("{id: x, kind: document, format: pdf, path: a.txt, acl: [public]}", "unknown format 'pdf'"),
+        ("{id: x, kind: document, format: [pdf], path: a.txt, acl: [public]}", "needs a 'format'"),
         ("{id: x, kind: sermon, format: text, path: a.txt, acl: [public]}", "unknown kind 'sermon'"),
         ("{id: x, kind: document, format: text, acl: [public]}", "needs a 'path'"),
     ],
@@ -267,3 +267,20 @@ def test_an_unreadable_sources_file_says_so_in_one_line(tmp_path, monkeypatch):
     with pytest.raises(SourceError) as error:
         read_entries(path)
     assert str(error.value) == f"sources file {path} cannot be read: permission denied"
+
+
+@pytest.mark.parametrize("entry, problem, field", [
+    ("{id: x, kind: document, format: pdf, path: a.txt, acl: [public]}", "unknown format 'pdf'; expected one of ",
+     "format"),
+    ("{id: x, kind: document, format: markdown, path: a.txt, acl: [public], rules: {a: 1}}",
+     "format 'markdown' has no tunable rules; 'rules' applies to sword-bible", "rules"),
+])
+def test_the_formats_say_which_exist_and_which_take_rules(tmp_path, entry, problem, field):
+    """One list of formats, the registry's, and each format's ruleset says whether it takes rules."""
+    from lectio.rulesets import registry
+
+    path = write(tmp_path, f"sources:\n  - {entry}\n")
+    with pytest.raises(SourceError, match=problem) as refused:
+        registry.format_of(load_source(path, "x"))
+    assert refused.value.field == field
+    assert set(registry.FORMAT_NAMES) == {name for name, _ in registry.FORMATS}
