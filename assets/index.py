@@ -27,9 +27,9 @@ from dagster import (
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
+from assets.names import INDEX_POOL, INGEST_ASSETS, INGEST_JOB
+from assets.outcomes import root_cause
 from assets.source_assets import OWNERS, entry_failure
-from pipelines.jobs import INDEX_POOL, INGEST_ASSETS, INGEST_JOB
-from pipelines.outcomes import root_cause
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the

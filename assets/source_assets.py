@@ -17,7 +17,6 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
-    AssetObservation,
     DagsterEventType,
     Output,
     DataVersion,
@@ -26,10 +25,9 @@ from dagster import (
     asset,
     observable_source_asset,
 )
-from pipelines.dagster_internals import DATA_VERSION_TAG
-from pipelines.jobs import EMBED_POOL
 
 from assets.checks import known_notices, vectors_check, vectors_spec
+from assets.names import EMBED_POOL
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -84,12 +82,6 @@ def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
     if line := re.search(r"\bline (\d+)\b", exc.problem):
         metadata["line"] = int(line.group(1))
     return f"source {source.id!r}: {problem}", metadata
-
-
-def source_observations(prints: dict[str, str | None]) -> list[AssetObservation]:
-    """What observing `source_inputs` records, for those who fingerprint the sources themselves
-    (the source_changes sensor, `lectio run`): one data version per source whose data is here."""
-    return [AssetObservation(SOURCE_INPUTS, partition=k, tags={DATA_VERSION_TAG: v}) for k, v in prints.items() if v]
 
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:

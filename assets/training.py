@@ -9,8 +9,8 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from lectio.training import trainer, workflow
 from lectio.training.pairs import summary
+from assets.names import EMBED_POOL
 from assets.source_assets import OWNERS
-from pipelines.jobs import EMBED_POOL
 from resources import CorpusResource, DatabaseResource
 
 

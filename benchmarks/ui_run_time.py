@@ -180,7 +180,7 @@ def _launch(instance, workspace: Path, env: dict, source_id: str) -> tuple[float
             break
         time.sleep(0.5)
     if record.dagster_run.status != DagsterRunStatus.SUCCESS:
-        from pipelines.outcomes import root_cause
+        from assets.outcomes import root_cause
 
         cause = root_cause(e.dagster_event for e in instance.all_logs(run_id) if e.is_dagster_event)
         raise RuntimeError(f"the launched run {run_id} ended {record.dagster_run.status.value}: {cause}")

@@ -59,12 +59,13 @@ from dagster import (
 from pipelines.dagster_internals import BulkActionsFilter, BulkActionStatus
 
 from assets.index import IndexConfig
-from assets.source_assets import entry_failure, source_observations
+from assets.source_assets import entry_failure
+from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
-from pipelines.jobs import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
-from pipelines.outcomes import root_cause
+from assets.names import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
+from assets.outcomes import root_cause
 from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 

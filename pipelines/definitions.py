@@ -23,7 +23,7 @@ from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
 from pipelines.migration import build_migration_assets, build_migration_jobs
-from pipelines.jobs import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
+from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 

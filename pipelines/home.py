@@ -9,7 +9,7 @@ from dagster import DagsterInstance
 
 from lectio.index.database import Database
 from lectio.settings import PROJECT_ROOT, Settings, secure_home
-from pipelines.jobs import EMBED_POOL, INDEX_POOL
+from assets.names import EMBED_POOL, INDEX_POOL
 
 
 def prepare_dagster_env(settings: Settings, db: Database) -> dict[str, str]:

@@ -36,7 +36,7 @@ from assets.source_assets import OWNERS
 from lectio.evaluation import migration_gate, migration_report
 from lectio.index import retention, versions
 from lectio.evaluation.metrics import METRICS
-from pipelines.jobs import GATE_JOB, MIGRATE_JOB
+from assets.names import GATE_JOB, MIGRATE_JOB
 from resources import CorpusResource, DatabaseResource
 
 GATE_CHECK = "recall_gate"

@@ -37,12 +37,13 @@ from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
 from assets.index import IndexConfig
-from assets.source_assets import INPUTS_KEY, entry_failure, source_observations
+from assets.source_assets import INPUTS_KEY, entry_failure
+from pipelines.observations import source_observations
 from pipelines.definitions import build_definitions
-from pipelines.jobs import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
+from assets.names import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
-from pipelines.outcomes import root_cause
+from assets.outcomes import root_cause
 from pipelines.run_owners import owner_tags
 
 # After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python

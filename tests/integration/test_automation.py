@@ -24,9 +24,10 @@ from dagster import (
 
 from assets.index import IndexConfig
 from pipelines.automation import index_cursor
-from pipelines.dagster_internals import BulkActionStatus, PartitionBackfill
+from pipelines.dagster_internals import BulkActionStatus
+from tests.dagster_internals import PartitionBackfill
 from pipelines.definitions import build_definitions
-from pipelines.jobs import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
+from assets.names import BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from pipelines.home import prepare_dagster_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -218,7 +219,7 @@ def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkey
     """A run whose worker was killed stays STARTED; the index waits for it only until it is
     stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
     from pipelines import automation
-    from pipelines.jobs import BATCH_SIZE_TAG
+    from assets.names import BATCH_SIZE_TAG
 
     assert instance.run_monitoring_enabled
     since = index_cursor(time.time())

@@ -53,7 +53,7 @@ def test_lectio_run_prints_no_beta_or_preview_notice(home_factory, tmp_path):
 EMIT = """
 import warnings
 from dagster import BetaWarning
-from pipelines.dagster_internals import dev_command
+from tests.dagster_internals import dev_command
 try:
     dev_command().callback()  # Dagster's notice, then the command itself fails for want of arguments
 except TypeError:

@@ -34,7 +34,7 @@ from dagster_graphql import DagsterGraphQLClient
 from lectio.serving.app import PROCESS_HEADER
 from pipelines.cli import main as cli
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INDEX_JOB, INGEST_ASSETS, INGEST_JOB
+from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from tests.conftest import FIXTURES, PROJECT, own_home
 
 SOURCE = "kjv"  # Philippians 4 of the KJV: a scripture source, public, a few dozen chunks

@@ -22,7 +22,7 @@ from lectio.index import versions
 from pipelines.automation import INDEX_SENSOR_INTERVAL, index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import EMBED_POOL, INDEX_JOB, INDEX_POOL, INGEST_JOB, LAUNCHED_BY_TAG
+from assets.names import EMBED_POOL, INDEX_JOB, INDEX_POOL, INGEST_JOB, LAUNCHED_BY_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

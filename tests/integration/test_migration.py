@@ -214,7 +214,7 @@ def test_bad_gate_settings_are_refused_before_anything_is_built(tmp_path, capsys
 
 def test_the_migration_assets_follow_the_search_index(settings):
     from pipelines.definitions import build_definitions
-    from pipelines.jobs import GATE_JOB, MIGRATE_JOB
+    from assets.names import GATE_JOB, MIGRATE_JOB
 
     defs = build_definitions(settings.sources_file)
     graph = defs.resolve_asset_graph()

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, DefaultSensorStatus, RunsFilter, build_sensor_context
 
-from pipelines.dagster_internals import IN_PROGRESS_RUN_STATUSES, monitor_started_run
+from tests.dagster_internals import IN_PROGRESS_RUN_STATUSES, monitor_started_run
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INGEST_JOB
+from assets.names import INGEST_JOB
 from pipelines.run_owners import owner_tags
 
 pytestmark = [pytest.mark.slow]

@@ -12,9 +12,10 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, RunsFilter
 
 from assets.source_assets import INPUTS_KEY, SOURCE_INPUTS
 from lectio.rulesets import registry
-from pipelines.dagster_internals import DATA_VERSION_TAG, observe, stale_statuses
+from pipelines.dagster_internals import DATA_VERSION_TAG
+from tests.dagster_internals import observe, stale_statuses
 from pipelines.definitions import build_definitions
-from pipelines.jobs import INGEST_ASSETS, INGEST_JOB
+from assets.names import INGEST_ASSETS, INGEST_JOB
 from test_trust import home, run  # noqa: F401  (the fixture: a small home of its own)
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

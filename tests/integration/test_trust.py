@@ -64,7 +64,7 @@ def test_chunks_replaced_under_a_run_are_not_indexed(home):
     with the other run's chunks while reporting this run's."""
     from pipelines.definitions import build_definitions
     from pipelines.home import prepare_dagster_env
-    from pipelines.jobs import INDEX_JOB, INGEST_JOB
+    from assets.names import INDEX_JOB, INGEST_JOB
 
     subset = home.folder / "subset.jsonl"
     subset.write_text("\n".join((FIXTURES / "notes" / "alice.jsonl").read_text().splitlines()[:3]) + "\n")

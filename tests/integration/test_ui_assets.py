@@ -18,7 +18,7 @@ from dagster import (
 
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INGEST_JOB
+from assets.names import INGEST_JOB
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

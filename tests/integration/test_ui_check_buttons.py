@@ -11,7 +11,7 @@ import pytest
 from dagster import DagsterInstance
 from dagster_graphql.test.utils import execute_dagster_graphql
 
-from pipelines.dagster_internals import in_process_workspace
+from tests.dagster_internals import in_process_workspace
 from pipelines.home import prepare_dagster_env
 from tests.conftest import PROJECT
 

@@ -21,10 +21,10 @@ from dagster_graphql.test.utils import execute_dagster_graphql
 
 from lectio.index import schema, versions
 from pipelines.automation import index_cursor
-from pipelines.dagster_internals import file_workspace, run_coordinator
+from tests.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import EMBED_POOL, INDEX_JOB, INGEST_JOB
+from assets.names import EMBED_POOL, INDEX_JOB, INGEST_JOB
 from pipelines.runners import run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

@@ -8,10 +8,10 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
 from assets.source_assets import entry_failure
-from pipelines.dagster_internals import check_status
+from tests.dagster_internals import check_status
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from pipelines.jobs import INGEST_JOB
+from assets.names import INGEST_JOB
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

@@ -1,5 +1,6 @@
-"""The names of lectio's jobs and the tags its runs carry: one place that automation, the
-runners and the definitions all read, so none of them imports another for a string."""
+"""The names of lectio's jobs, the tags its runs carry and its concurrency pools: one place, at
+the bottom of the Dagster layer, that the assets, automation, the runners and the definitions all
+read, so none of them imports another for a string."""
 
 INGEST_JOB = "ingest_source"
 INDEX_JOB = "build_index"
