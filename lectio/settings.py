@@ -118,8 +118,39 @@ def secure_home(settings: Settings) -> None:
         private.chmod(0o700)
 
 
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """What the environment tells this process beyond where its state is: the home alone, and
+    the choices a user may force over what lectio measures or derives. Read from the environment
+    here only, cheaply (no file is read), so code on a search's path may ask for them; each is
+    checked where its meaning is."""
+
+    home: Path
+    embed_model: str | None  # LECTIO_EMBED_MODEL: a packaged or adapted model over the home's choice
+    embed_precision: str | None  # LECTIO_EMBED_PRECISION: numerics over the machine's measurement
+    embed_backend: str | None  # LECTIO_EMBED_BACKEND: the runtime over the machine's measurement
+    reader_url: str | None  # LECTIO_READER_URL: the reader role's URL on an external server
+    token_max_seconds: str  # LECTIO_TOKEN_MAX_SECONDS: the longest lifetime `lectio token` signs
+
+
+def runtime_settings() -> RuntimeSettings:
+    env = os.environ.get
+    return RuntimeSettings(
+        home=_home(),
+        embed_model=(env("LECTIO_EMBED_MODEL") or "").strip() or None,
+        embed_precision=(env("LECTIO_EMBED_PRECISION") or "").strip().lower() or None,
+        embed_backend=env("LECTIO_EMBED_BACKEND"),
+        reader_url=env("LECTIO_READER_URL") or None,
+        token_max_seconds=env("LECTIO_TOKEN_MAX_SECONDS") or "3600",
+    )
+
+
+def _home() -> Path:
+    return Path(os.environ.get("LECTIO_HOME", ".lectio")).expanduser().resolve()
+
+
 def load_settings() -> Settings:
-    home = Path(os.environ.get("LECTIO_HOME", ".lectio")).expanduser().resolve()
+    home = _home()
     # The corpus is large and identical for every home, so tests may share one download.
     corpus = os.environ.get("LECTIO_CORPUS_DIR")
     return Settings(

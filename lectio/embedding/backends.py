@@ -57,6 +57,7 @@ import numpy as np
 
 from lectio.embedding import measurement, numerics, onnx_runtime, torch_runtime
 from lectio.embedding.packaged import base_of, release_of
+from lectio.settings import runtime_settings
 
 BACKENDS = ("torch", "onnx")
 DEFAULT = "torch"  # what a model id without a backend part names
@@ -91,7 +92,7 @@ log = logging.getLogger(__name__)
 
 def requested() -> str | None:
     """LECTIO_EMBED_BACKEND (checked), None when unset."""
-    return checked(os.environ.get("LECTIO_EMBED_BACKEND"), "LECTIO_EMBED_BACKEND")
+    return checked(runtime_settings().embed_backend, "LECTIO_EMBED_BACKEND")
 
 
 def checked(value: str | None, setting: str = "the embedding backend") -> str | None:

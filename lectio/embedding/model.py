@@ -17,16 +17,17 @@ own: a search served by the ONNX backend never imports torch or sentence-transfo
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from lectio.embedding import backends, numerics, onnx_runtime, torch_runtime
 from lectio.embedding.packaged import (DIMENSIONS, MAX_SEQ_TOKENS, MAX_TEXT_TOKENS, MODEL_NAME,  # noqa: F401
                                        PACKAGED_MODELS, base_of, home_choice, known, model_path, release_of)
+from lectio.settings import runtime_settings
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class ModelChoice:
 
 
 def _named() -> str | None:
-    name = os.environ.get("LECTIO_EMBED_MODEL", "").strip() or None
+    name = runtime_settings().embed_model
     if name is not None and not known(name):
         raise ValueError(f"LECTIO_EMBED_MODEL must be one of {', '.join(PACKAGED_MODELS)} or a model adapted "
                          f"from it (<model>-adapted-<fingerprint>), not {name!r}")
@@ -208,7 +209,7 @@ def one_model_thread() -> None:
 
 
 @lru_cache(maxsize=16)
-def _query_choice(model_id: str, home_setting: str | None) -> ModelChoice:
+def _query_choice(model_id: str, home: Path) -> ModelChoice:
     """Read once per process and LECTIO_HOME: a search must neither load the settings nor read
     the home's record every time (a new measurement is taken up by the next process)."""
     made = ModelChoice.of_id(model_id)
@@ -217,7 +218,7 @@ def _query_choice(model_id: str, home_setting: str | None) -> ModelChoice:
 
 
 @lru_cache(maxsize=16)
-def _query_session(name: str, release: str, home_setting: str | None) -> tuple[int, bool]:
+def _query_session(name: str, release: str, home: Path) -> tuple[int, bool]:
     """The ONNX query session's threads (and whether they spin) as this home measured them; read
     once per process and LECTIO_HOME, as _query_choice."""
     return backends.query_session(name, release)
@@ -256,7 +257,7 @@ class Embedder:
 
     @staticmethod
     def query_choice(model_id: str) -> ModelChoice:
-        return _query_choice(model_id, os.environ.get("LECTIO_HOME"))
+        return _query_choice(model_id, runtime_settings().home)
 
     @classmethod
     def for_queries_of(cls, model_id: str) -> Embedder:
@@ -288,7 +289,7 @@ class Embedder:
     def _encode_pieces(self, pieces: list[str]) -> np.ndarray:
         if self.choice.backend == "onnx":
             if self._onnx is None:  # the process's one model of this choice, its sessions made once
-                query = _query_session(self.choice.name, self.choice.release, os.environ.get("LECTIO_HOME"))
+                query = _query_session(self.choice.name, self.choice.release, runtime_settings().home)
                 self._onnx = onnx_runtime.loaded(self.choice.name, self.choice.release, self.choice.precision, query)
             return self._onnx.encode(pieces, batch_size=self.batch_size)
         if getattr(_QUERY_THREAD, "one", False) and not _QUERY_THREAD.torch_set:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from functools import lru_cache
 from pathlib import Path
+
+from lectio.settings import runtime_settings
 
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
@@ -58,7 +59,7 @@ def offered(flags: set[str]) -> list[str]:
 @lru_cache(maxsize=1)
 def requested() -> str | None:
     """LECTIO_EMBED_PRECISION when set (checked), else None: the machine's measurement decides."""
-    chosen = os.environ.get("LECTIO_EMBED_PRECISION", "").strip().lower() or None
+    chosen = runtime_settings().embed_precision
     if chosen is not None and chosen not in PRECISIONS:
         raise ValueError(f"LECTIO_EMBED_PRECISION must be one of {', '.join(PRECISIONS)}, not {chosen!r}")
     log.info("embedding precision %s (this CPU offers %s)", chosen or "measured", ", ".join(offered(cpu_flags())))

@@ -51,7 +51,7 @@ class Database:
     def reader_url(self, role: str) -> str:
         """The same server and database, logged in as `role` (the embedded server trusts local
         users; an external one needs LECTIO_READER_URL with the role's password)."""
-        return os.environ.get("LECTIO_READER_URL") or with_user(self.url, role)
+        return runtime_settings().reader_url or with_user(self.url, role)
 
 
 def with_user(url: str, user: str) -> str:

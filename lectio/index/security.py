@@ -18,13 +18,13 @@ Principals travel as an array from end to end: no joining with commas, no splitt
 from __future__ import annotations
 
 import logging
-import os
 from typing import Iterable
 
 import psycopg
 from psycopg import sql
 
 from lectio.sources import PRINCIPAL, check_principals
+from lectio.settings import runtime_settings
 
 READER_ROLE = "lectio_reader"
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def withdraw(conn: psycopg.Connection, tables: Iterable[str]) -> None:
 def token_max_seconds() -> int:
     """The longest lifetime `lectio token` signs: LECTIO_TOKEN_MAX_SECONDS (default an hour), at
     most the database's ceiling."""
-    given = os.environ.get("LECTIO_TOKEN_MAX_SECONDS") or "3600"
+    given = runtime_settings().token_max_seconds
     if not given.isdigit() or not 1 <= int(given) <= TOKEN_CEILING_SECONDS:
         raise ValueError(f"LECTIO_TOKEN_MAX_SECONDS must be a whole number of seconds from 1 to "
                          f"{TOKEN_CEILING_SECONDS}, not {given!r}")

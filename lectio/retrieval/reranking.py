@@ -11,14 +11,13 @@ stay the plain baselines they are, and a reference lookup or a word study never 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import ClassVar
 
 from lectio.retrieval.hits import Hit
 from lectio.retrieval.modes import HYBRID_ONLY
 from lectio.retrieval.stage import Context, Setting
+from lectio.settings import runtime_settings
 
 # Reciprocal-rank constant of the fusion with the fused order: small, since it fuses the first
 # `depth` hits only and the top of the page is what it decides.
@@ -89,12 +88,4 @@ def _chosen(model: str) -> str | None:
 
 
 def _home():
-    return _home_of(os.environ.get("LECTIO_HOME"))
-
-
-@lru_cache(maxsize=4)
-def _home_of(setting: str | None):
-    """Read once per process and LECTIO_HOME: a search must not load the settings every time."""
-    from lectio.settings import load_settings
-
-    return load_settings().home
+    return runtime_settings().home

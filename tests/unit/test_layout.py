@@ -228,3 +228,26 @@ def test_only_the_tests_import_the_tests_dagster_internals():
                    and any(base == "tests.dagster_internals" or "tests.dagster_internals" in
                            [f"{base}.{a.name}" for a in node.names] for node, base in _import_nodes(path)))
     assert users == []
+
+
+# Where the domain may read the environment besides lectio/settings.py, each with why: the
+# service's supervisor hands its worker processes their pool and shared state through it.
+ENVIRONMENT_READERS = {"lectio/serving/app.py": "the supervisor's word to its workers"}
+
+
+def test_the_domain_reads_its_settings_in_one_place():
+    """A user's setting is read from the environment by lectio/settings.py alone (setting a
+    library's own variable, such as HF_HUB_OFFLINE, is not reading one)."""
+    readers = []
+    for path in sorted((PROJECT / "lectio").rglob("*.py")):
+        where = str(path.relative_to(PROJECT))
+        if where == "lectio/settings.py" or where in ENVIRONMENT_READERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if called and ast.unparse(node.func) in ("os.environ.get", "os.getenv"):
+                readers.append(f"{where}:{node.lineno}")
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" \
+                    and isinstance(node.ctx, ast.Load):
+                readers.append(f"{where}:{node.lineno}")
+    assert readers == []
