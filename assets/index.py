@@ -12,8 +12,10 @@ from dagster import (
     AssetIn,
     AssetKey,
     Config,
+    DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
+    EventRecordsFilter,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -27,9 +29,10 @@ from dagster import (
 from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
+from lectio.rulesets import registry
 from assets.names import INDEX_POOL, INGEST_ASSETS, INGEST_JOB
 from assets.outcomes import root_cause
-from assets.source_assets import OWNERS, entry_failure
+from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 # A source whose partition never materialised (it failed) is left out instead of failing the
@@ -113,7 +116,10 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         embedded = _by_source(embeddings, partitions_def)
         ready = {sid: frame for sid, frame in by_source.items() if sid in embedded}
         missing = [sid for sid in partitions_def.get_partition_keys() if sid not in ready]
-        failed = sorted(set(config.failed_sources) | set(missing))
+        # Judged by each source's own latest results, whenever they came: a source still broken
+        # since an earlier batch stays failed (and named) until its current file is ingested.
+        stale = not_from_current_inputs(context.instance, corpus, embedder, sorted(ready))
+        failed = sorted(set(config.failed_sources) | set(missing) | set(stale))
         if not ready and not config.carry_failed_sources:
             raise RuntimeError(f"no source has chunks and embeddings to index; failed: {', '.join(failed)}")
         # With nothing ready, every source failed: the build may still carry their last good chunks.
@@ -125,7 +131,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
             live_now = versions.live_version(conn)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected) - set(failed))
-        why = {**_why_failed(context.instance, failed), **outcome.rejected}
+        why = {**_why_failed(context.instance, failed, stale), **outcome.rejected}
         problems = {sid: f"{why[sid]} → {outcome.carried[sid]}" if sid in outcome.carried else why[sid]
                     for sid in failed}
         _say_on_the_run(context, problems)
@@ -181,13 +187,39 @@ def _say_on_the_run(context: AssetExecutionContext, problems: dict[str, str]) ->
         context.log.error(f"source {sid} failed: {what}")
 
 
-def _why_failed(instance: DagsterInstance, source_ids: list[str]) -> dict[str, str]:
+def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, embedder: EmbedderResource,
+                            sources: list[str]) -> list[str]:
+    """The sources whose stored chunks were not made from their current entry and file: the
+    latest read of the source (raw_texts) recorded other inputs than the sources file and the
+    file give now (the entry or file changed, and its ingest failed at the entry or has not run
+    since), or a later stage's latest output is older than that read (the new file did not parse
+    or chunk). A source read before reads recorded their inputs is taken as current."""
+    storage = instance.event_log_storage
+    latest = {name: storage.get_latest_storage_id_by_partition(
+        AssetKey(name), DagsterEventType.ASSET_MATERIALIZATION, set(sources)) for name in INGEST_ASSETS}
+    reads = {record.storage_id: record for record in storage.get_event_records(EventRecordsFilter(
+        DagsterEventType.ASSET_MATERIALIZATION, storage_ids=list(latest[INGEST_ASSETS[0]].values())))}
+    current = registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
+    stale = []
+    for sid in sources:
+        read = reads.get(latest[INGEST_ASSETS[0]].get(sid))
+        if read is None or not current.get(sid):
+            continue  # never read (missing), or its data is not here to compare
+        recorded = read.asset_materialization.metadata.get(INPUTS_KEY)
+        stages = [latest[name].get(sid, -1) for name in INGEST_ASSETS]
+        if (recorded is not None and recorded.value != current[sid]) or stages != sorted(stages):
+            stale.append(sid)
+    return stale
+
+
+def _why_failed(instance: DagsterInstance, source_ids: list[str], stale: list[str]) -> dict[str, str]:
     """Per failed source, what its latest ingest run said: the failed step's root cause, or the
-    entry or parse check that stopped it; or that no ingest of it has run."""
-    return {sid: _latest_ingest_problem(instance, sid) for sid in source_ids}
+    entry or parse check that stopped it; or that no ingest of it has run, or none since its
+    entry or file changed (`stale`)."""
+    return {sid: _latest_ingest_problem(instance, sid, sid in stale) for sid in source_ids}
 
 
-def _latest_ingest_problem(instance: DagsterInstance, source_id: str) -> str:
+def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: bool) -> str:
     ingest_keys = {AssetKey(name) for name in INGEST_ASSETS}
     for record in instance.get_run_records(RunsFilter(tags={"dagster/partition": source_id}), limit=20):
         run = record.dagster_run
@@ -202,5 +234,8 @@ def _latest_ingest_problem(instance: DagsterInstance, source_id: str) -> str:
             return f"{cause[1]} (run {run.run_id[:8]}, step {cause[0]})"
         if run.status != DagsterRunStatus.SUCCESS:
             return f"its ingest run {run.run_id[:8]} ended {run.status.value}"
+        if stale:
+            return (f"its entry or file changed after its last ingest (run {run.run_id[:8]}), which has not run "
+                    "again since: its chunks are not from its current file")
         return f"its ingest run {run.run_id[:8]} made no chunks and embeddings for it"
     return "no ingest run has made its chunks and embeddings"

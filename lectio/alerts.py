@@ -56,12 +56,17 @@ class Alert:
     partition: str | None = None  # the source id, for per-source assets
     job: str | None = None
     details: dict = field(default_factory=dict)
+    # For a standing condition found again by every run (the sources an index build cannot index
+    # from their current files): the condition itself. Sent once while it holds, not once per run
+    # that finds it; `cleared` forgets it, so its return is sent again.
+    state: str | None = None
 
     @property
     def fingerprint(self) -> str:
         # Not the message: the same failure re-evaluated may word itself differently (counts,
         # timings), and must still count as already sent.
-        key = "|".join(str(x or "") for x in (self.kind, self.job, self.asset, self.check, self.partition, self.run_id))
+        occasion = self.run_id if self.state is None else f"state:{self.state}"
+        key = "|".join(str(x or "") for x in (self.kind, self.job, self.asset, self.check, self.partition, occasion))
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
     @property
@@ -203,6 +208,14 @@ class Delivery:
 
 def ensure_deliveries_table(conn: psycopg.Connection) -> None:
     conn.execute(DELIVERIES_DDL)
+
+
+def cleared(conn: psycopg.Connection, check: str) -> int:
+    """The standing condition `check` reports no longer holds: what was sent about it is
+    forgotten, so the condition alerts again if it returns. The number of records dropped."""
+    ensure_deliveries_table(conn)
+    return conn.execute("DELETE FROM alert_deliveries WHERE alert ->> 'check' = %s AND alert ->> 'state' IS NOT NULL",
+                        (check,)).rowcount
 
 
 def send_alerts(conn: psycopg.Connection, alerts: Iterable[Alert], channels: list[Channel]) -> list[Delivery]:

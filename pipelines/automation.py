@@ -58,10 +58,10 @@ from dagster import (
 
 from pipelines.dagster_internals import BulkActionsFilter, BulkActionStatus
 
-from assets.index import IndexConfig
+from assets.index import SOURCES_CHECK, IndexConfig
 from assets.source_assets import entry_failure
 from pipelines.observations import source_observations
-from lectio.alerts import Alert, channels_from_settings, run_url, send_alerts
+from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
 from assets.names import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
@@ -340,7 +340,27 @@ def check_alert(record, ui_url: str, instance) -> Alert | None:
         check=evaluation.check_name,
         partition=partition,
         details=details,
+        # Every index build judges every source again: one alert per set of failed sources.
+        state=str(details.get("failed_sources", "")) if evaluation.check_name == SOURCES_CHECK else None,
     )
+
+
+def _alerts_in_order(records, instance, database: DatabaseResource, settings: Settings, log_fn) -> list[Alert]:
+    """Each failed evaluation's alert, sent in the order the evaluations came; a passing
+    evaluation of a standing condition (SOURCES_CHECK) clears it first, so a failure after it is
+    news again."""
+    sent, pending = [], []
+    for record in records:
+        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        if evaluation.passed and evaluation.check_name == SOURCES_CHECK:
+            _deliver(pending, database, settings, log_fn)
+            sent, pending = sent + pending, []
+            with database.connect() as conn:
+                cleared(conn, SOURCES_CHECK)
+        elif (alert := check_alert(record, settings.ui_url, instance)) is not None:
+            pending.append(alert)
+    _deliver(pending, database, settings, log_fn)
+    return sent + pending
 
 
 def _failed_checks_sensor():
@@ -348,7 +368,8 @@ def _failed_checks_sensor():
         name="alert_on_failed_checks",
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.STOPPED,
-        description="Sends an alert for every failed asset check evaluation (once per check, source and run).",
+        description="Sends an alert for every failed asset check evaluation (once per check, source and run; "
+        "for every_source_indexed, once per set of failed sources until it passes again).",
     )
     def alert_on_failed_checks(context: SensorEvaluationContext, database: DatabaseResource):
         storage = context.instance.event_log_storage
@@ -365,9 +386,7 @@ def _failed_checks_sensor():
         )
         if not records:
             return SkipReason("no new asset check evaluations")
-        settings = load_settings()
-        alerts = [a for a in (check_alert(r, settings.ui_url, context.instance) for r in records) if a is not None]
-        _deliver(alerts, database, settings, context.log.info)
+        alerts = _alerts_in_order(records, context.instance, database, load_settings(), context.log.info)
         context.update_cursor(str(records[-1].storage_id))
         return SkipReason(f"{len(records)} check evaluations read; {_alert_summary(alerts)}")
 

@@ -137,6 +137,44 @@ def test_a_failed_source_keeps_its_chunks_and_the_rest_goes_live_loudly(home, mo
     assert "notes-alice" in alert["message"] and "odd" in alert["message"]
 
 
+def _source_alerts(log_file: Path) -> list[dict]:
+    lines = log_file.read_text().splitlines() if log_file.exists() else []
+    return [a for a in map(json.loads, lines) if a["check"] == SOURCES_CHECK]
+
+
+def test_a_source_still_broken_stays_named_and_alerts_once_until_it_is_fixed(home, monkeypatch):
+    """Issue 52, item 1: a later batch that does not touch the broken sources still judges them by
+    their own latest results (named, their chunks carried, not taken as current), alerts no
+    second time for the same failed sources, and once they are fixed and fail again, alerts
+    again."""
+    log_file = home.folder / "alerts.jsonl"
+    monkeypatch.setenv("LECTIO_ALERT_LOG", str(log_file))
+    broken = home.sources("broken", notes_file="gone.jsonl", extra=BROKEN)
+    watching = _tick(build_definitions(broken), "alert_on_failed_checks", DagsterInstance.get()).cursor
+    defs, instance, _, _ = _ui_ingest_then_index(home, broken, ["notes-alice", "odd"])
+    watching = _tick(defs, "alert_on_failed_checks", instance, watching).cursor
+    sent = len(_source_alerts(log_file))
+    assert sent >= 1
+
+    (home.folder / "rota.txt").write_text("Volunteer rota\n\nSunday: the choir's tea after the carol service.\n")
+    defs, instance, request, result = _ui_ingest_then_index(home, broken, ["rota"])
+    assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == []  # this batch's own runs
+    check = _check(result)
+    assert not check.passed and "notes-alice" in check.description and "gone.jsonl" in check.description
+    assert "odd" in check.description
+    watching = _tick(defs, "alert_on_failed_checks", instance, watching).cursor
+    assert len(_source_alerts(log_file)) == sent  # the same sources failed: already said
+
+    fixed = home.sources("fixed")
+    defs, instance, _, result = _ui_ingest_then_index(home, fixed, ["notes-alice"])
+    assert _check(result).passed
+    watching = _tick(defs, "alert_on_failed_checks", instance, watching).cursor
+    defs, instance, _, result = _ui_ingest_then_index(home, broken, ["notes-alice", "odd"])
+    assert not _check(result).passed
+    _tick(defs, "alert_on_failed_checks", instance, watching)
+    assert len(_source_alerts(log_file)) == sent + 1  # back after a pass: news again
+
+
 def test_a_narrowed_acl_is_never_carried(home):
     """The notes' file is gone and its ACL narrowed meanwhile: the live version shows them wider
     than the file allows now, so they are not carried (and that version is revoked)."""
