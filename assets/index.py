@@ -30,7 +30,7 @@ from lectio.quality.distribution import histogram_markdown, histogram_png, size_
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
-from assets.names import INDEX_POOL, INGEST_ASSETS, INGEST_JOB
+from assets.names import FAILED_TAG, INDEX_POOL, INGEST_ASSETS, INGEST_JOB
 from assets.outcomes import root_cause
 from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -42,8 +42,6 @@ _ALL_AVAILABLE = AssetIn(metadata={"allow_missing_partitions": True})
 # check (ERROR), which alert_on_failed_checks sends, and shows red on the run and the asset.
 SOURCES_CHECK = "every_source_indexed"
 CHUNK_COLUMN_NAMES = [name for name, _ in tables.CHUNK_COLUMNS]
-# The run's tag that names the failed sources, shown at the top of the run's page.
-FAILED_TAG = "lectio/failed_sources"
 
 
 class IndexConfig(Config):
@@ -182,7 +180,7 @@ def _say_on_the_run(context: AssetExecutionContext, problems: dict[str, str]) ->
     and an error line in its log (a green run whose metadata alone said so went unnoticed)."""
     if not problems:
         return
-    context.instance.add_run_tags(context.run_id, {FAILED_TAG: ", ".join(sorted(problems))[:250]})
+    context.instance.add_run_tags(context.run.run_id, {FAILED_TAG: ", ".join(sorted(problems))[:250]})
     for sid, what in sorted(problems.items()):
         context.log.error(f"source {sid} failed: {what}")
 

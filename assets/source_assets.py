@@ -27,7 +27,7 @@ from dagster import (
 )
 
 from assets.checks import known_notices, vectors_check, vectors_spec
-from assets.names import EMBED_POOL
+from assets.names import EMBED_POOL, FAILED_TAG
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -68,6 +68,14 @@ def entry_failure(events) -> str | None:
             if evaluation.check_name in GATE_CHECKS and not evaluation.passed:
                 return evaluation.description or "the source's entry or file is not valid"
     return None
+
+
+def _flag_run(context: AssetExecutionContext, problem: str) -> None:
+    """A source's run stopped by its entry or file ends successfully (see build_source_assets);
+    it is flagged where a team looks first instead: the failed-sources tag, in the Runs list and at
+    the top of the run's page, and an error line in its log."""
+    context.instance.add_run_tags(context.run.run_id, {FAILED_TAG: context.partition_key})
+    context.log.error(problem)
 
 
 def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
@@ -131,6 +139,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         except SourceError as exc:
             problem, field = str(exc), exc.field or "entry"
         if problem:
+            _flag_run(context, problem)
             yield AssetCheckResult(check_name=ENTRY_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
                                    description=problem, metadata={"field": field, "source": key})
             return
@@ -147,6 +156,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
             parsed = registry.parse_source(raw_texts)
         except SourceError as exc:  # the file's fault; anything else is lectio's and fails the step
             description, metadata = parse_problem(raw_texts.source, exc)
+            _flag_run(context, description)
             yield AssetCheckResult(check_name=PARSE_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
                                    description=description, metadata=metadata)
             return

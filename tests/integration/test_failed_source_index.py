@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance, build_sensor_context, in_process_executor
 
-from assets.index import FAILED_TAG, SOURCES_CHECK
+from assets.index import SOURCES_CHECK
 from lectio.index import versions
 from pipelines.automation import INDEX_SENSOR_INTERVAL, index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from assets.names import EMBED_POOL, INDEX_JOB, INDEX_POOL, INGEST_JOB, LAUNCHED_BY_TAG
+from assets.names import EMBED_POOL, FAILED_TAG, INDEX_JOB, INDEX_POOL, INGEST_JOB, LAUNCHED_BY_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

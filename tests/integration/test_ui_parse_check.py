@@ -11,7 +11,7 @@ from assets.source_assets import entry_failure
 from tests.dagster_internals import check_status
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from assets.names import INGEST_JOB
+from assets.names import FAILED_TAG, INGEST_JOB
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -67,6 +67,8 @@ def test_a_malformed_file_is_one_failed_check_naming_file_and_line(instance, tmp
     # do not reach lectio run's console.
     assert result.success and not [e for e in result.all_events if e.is_step_failure]
     assert {"chunks", "chunk_quality", "embeddings"} <= {e.step_key for e in result.all_events if e.is_step_skipped}
+    # Flagged where a team looks first: the failed-sources tag in the Runs list.
+    assert instance.get_run_by_id(result.run_id).tags[FAILED_TAG] == key
     assert "emitted no result" not in caplog.text
     # What the UI shows for this partition: the one check failed, every later one skipped.
     parse_check = AssetCheckKey(AssetKey("parsed_structure"), "source_parses")

@@ -11,7 +11,7 @@ from assets.source_assets import entry_failure
 from tests.dagster_internals import check_status
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from assets.names import INGEST_JOB
+from assets.names import FAILED_TAG, INGEST_JOB
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -60,6 +60,10 @@ def test_a_bad_entry_is_one_failed_check_naming_its_field(instance, tmp_path, ca
     assert "emitted no result" not in caplog.text
     assert evaluation.check_name == "source_entry" and not evaluation.passed
     assert evaluation.metadata["field"].value == field and key in evaluation.description
+    # The run ends successfully (the checks it never reached read as skipped), flagged where a
+    # team looks first: the failed-sources tag in the Runs list, an error line in its log.
+    assert result.success and instance.get_run_by_id(result.run_id).tags[FAILED_TAG] == key
+    assert [e for e in instance.all_logs(result.run_id) if e.level >= 40 and key in e.message]
     # raw_texts read nothing and yielded nothing: every later step was skipped, none failed.
     assert not [e for e in result.all_events if e.is_step_failure]
     # (source_inputs, observed first in every ingest run, succeeds too: it reads no source.)
