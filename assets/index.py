@@ -140,7 +140,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "version": outcome.version,
                 "rows": outcome.rows,
                 "live": outcome.live,
-                "live_index": live_change(live_before, live_now, outcome.version),
+                "live_index": live_change(live_before, live_now, outcome.version, outcome.reused_existing),
                 "reused_existing_version": outcome.reused_existing,
                 "decision": outcome.reason,
                 "sources": ", ".join(indexed),
@@ -153,13 +153,17 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
     return [chunk_size_distribution, search_index]
 
 
-def live_change(before: str | None, now: str | None, version: str) -> str:
+def live_change(before: str | None, now: str | None, version: str, reused: bool = False) -> str:
     """What a build did to the live index, in words: a bare `live: False` read like a failure when
-    the live version simply stayed (a candidate, or a version already live)."""
+    the live version simply stayed (a candidate, or a version already live), and a number going
+    down (v4 -> v3) read like a rollback when the build's chunks were exactly an older version's."""
     if before == now:
         if now is None:
             return f"nothing is live; {version} built"
         return f"kept {now} live" + (" (this build's version)" if now == version else f"; {version} not switched in")
+    if reused and now == version:
+        return (f"switched {before or 'nothing'} -> {now}: this build's chunks are exactly those of {now}, built "
+                "earlier, so that version went live again rather than a copy of it")
     return f"switched {before or 'nothing'} -> {now}"
 
 

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 from pgvector.psycopg import register_vector
 
-from lectio.settings import Settings
+from lectio.settings import Settings, runtime_settings
 
 APP_DATABASE = "lectio"
 DAGSTER_DATABASE = "dagster"

@@ -27,3 +27,11 @@ def test_every_materialized_asset_has_kinds_and_owners(graph):
         assert node.kinds, f"{key.to_user_string()} has no kinds"
         assert list(node.owners) == OWNERS, key.to_user_string()
     assert SOURCE_INPUTS not in {key.to_user_string() for key in materialized}
+
+
+def test_a_build_that_reuses_an_older_version_says_so_rather_than_looking_like_a_rollback():
+    from assets.index import live_change
+
+    assert live_change("v4", "v3", "v3", reused=True).startswith("switched v4 -> v3: this build's chunks are exactly")
+    assert live_change("v3", "v4", "v4") == "switched v3 -> v4"
+    assert live_change("v4", "v4", "v4", reused=True) == "kept v4 live (this build's version)"
