@@ -36,6 +36,7 @@ import logging
 import time
 from datetime import datetime, timezone
 
+import psycopg
 from dagster import (
     AssetKey,
     DagsterEventType,
@@ -386,7 +387,13 @@ def _failed_checks_sensor():
         )
         if not records:
             return SkipReason("no new asset check evaluations")
-        alerts = _alerts_in_order(records, context.instance, database, load_settings(), context.log.info)
+        try:
+            alerts = _alerts_in_order(records, context.instance, database, load_settings(), context.log.info)
+        except (OSError, psycopg.OperationalError) as exc:
+            # The database cannot be reached this tick: one line with its reason, and the cursor
+            # stays, so the next tick sends these (what was sent already is not sent twice).
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return SkipReason(f"alerts not sent this tick, tried again on the next: {reason}")
         context.update_cursor(str(records[-1].storage_id))
         return SkipReason(f"{len(records)} check evaluations read; {_alert_summary(alerts)}")
 

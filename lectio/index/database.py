@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,9 @@ def _make_home(home: Path) -> None:
 
 
 _SEARCH = stat.S_IXGRP | stat.S_IXOTH
+# How often the server user's passage check is run when the check itself fails without naming a
+# folder: under load it has failed once and been reported as a folder's mode, which was wrong.
+PASSAGE_ATTEMPTS = 3
 
 
 def _require_passage(path: Path) -> None:
@@ -211,12 +215,20 @@ def _require_passage(path: Path) -> None:
     `path`: the library's own step here widened them all. Checked by that user itself, as the
     library runs the server (its uid, root's groups), so groups and ACLs count as they will."""
     folders = [str(folder) for folder in reversed(path.parents)]
-    check = subprocess.run(
-        ["/bin/sh", "-c", 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done', "sh", *folders],
-        user=SERVER_SYSTEM_USER, capture_output=True, text=True)
-    if check.returncode == 0:
-        return
-    folder = Path(check.stdout or folders[-1])
+    for attempt in range(PASSAGE_ATTEMPTS):
+        check = subprocess.run(
+            ["/bin/sh", "-c", 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done', "sh", *folders],
+            user=SERVER_SYSTEM_USER, capture_output=True, text=True)
+        if check.returncode == 0:
+            return
+        if check.stdout:
+            break  # a folder named: that user cannot pass it
+        time.sleep(0.5 * (attempt + 1))  # the check itself failed (a busy machine): not a folder's fault
+    else:
+        raise OSError(f"could not check that the embedded PostgreSQL server's system user {SERVER_SYSTEM_USER!r} can "
+                      f"reach {path}: {check.stderr.strip() or f'the check exited {check.returncode}'} "
+                      f"({PASSAGE_ATTEMPTS} tries)")
+    folder = Path(check.stdout)
     found = folder.stat()
     mode = stat.S_IMODE(found.st_mode)
     # The server keeps root's groups: where the folder's group is one of them, the group's bits
@@ -294,6 +306,8 @@ def open_database(home: Path, database_url: str | None = None, dagster_database_
         if not dagster_database_url:
             try:
                 _create_database_if_missing(app_url, DAGSTER_DATABASE)
+            except psycopg.OperationalError:
+                raise  # the server is out of reach: its own words say so, and a retry may find it
             except psycopg.Error as exc:
                 raise RuntimeError(
                     f"could not create database {DAGSTER_DATABASE!r} on the DATABASE_URL server; "

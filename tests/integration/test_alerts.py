@@ -209,6 +209,26 @@ def test_each_alert_tick_says_what_it_alerted(instance, channels_env, settings):
     assert tick.skip_message.endswith(f"1 alert: table_has_header on bad-source, run {checked.run_id[:8]}")
 
 
+def test_an_alert_tick_without_its_database_says_why_in_one_line_and_the_next_sends(
+        instance, channels_env, webhook, settings):
+    """Issue 52, item 6: the database out of reach for a tick is one line naming why (no
+    traceback), and the alert goes out on the next tick: the cursor waits for it."""
+    from resources import DatabaseResource
+
+    defs = build_definitions(settings.sources_file)
+    start = _tick(defs, "alert_on_failed_checks", instance, None).cursor
+    checked = materialize([price_table], partition_key="bad-source", instance=instance)
+    unreachable = DatabaseResource(home=str(settings.home), url=f"postgresql://lectio@127.0.0.1:{_free_port()}/none")
+    sensor = defs.resolve_sensor_def("alert_on_failed_checks")
+    tick = sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=start, definitions=defs,
+                                                     resources={**defs.resources, "database": unreachable}))
+    assert tick.cursor in (None, start) and "\n" not in tick.skip_message
+    assert tick.skip_message.startswith("alerts not sent this tick, tried again on the next: ")
+    assert "127.0.0.1" in tick.skip_message and not [p for p in webhook.received if p["alert"]["run_id"] == checked.run_id]
+    _tick(defs, "alert_on_failed_checks", instance, start)
+    assert [p for p in webhook.received if p["alert"]["run_id"] == checked.run_id]
+
+
 def test_a_failing_channel_does_not_stop_the_others_and_is_retried(conn, webhook, tmp_path):
     alert = Alert(kind="check_failed", message="acl missing", run_id="run-retry", asset="chunks",
                   check="permission_tags", partition="web")

@@ -86,3 +86,37 @@ def test_a_home_under_a_folder_it_may_only_pass_starts_and_leaves_that_folder_un
     finally:
         stop_embedded(dataclasses.replace(settings, home=home))
         shutil.rmtree(parent)
+
+
+def test_a_passage_check_that_fails_by_itself_is_tried_again_and_never_blames_a_folder(monkeypatch):
+    """The check runs as the server's system user; when it fails without naming a folder (a
+    fork refused on a busy machine: the one edge faked here), it is tried again, and a check
+    that keeps failing says so, not that some folder's mode shuts the user out."""
+    import subprocess
+
+    from lectio.index import database
+
+    real_run, calls = subprocess.run, []
+
+    def flaky(args, **options):
+        calls.append(args)
+        if len(calls) < database.PASSAGE_ATTEMPTS:
+            return subprocess.CompletedProcess(args, 1, stdout="", stderr="sh: fork: Resource temporarily unavailable")
+        return real_run(args, **options)
+
+    import tempfile
+
+    open_folder = Path(tempfile.mkdtemp(prefix="lectio-passage-"))
+    open_folder.chmod(0o755)  # one the server's user can pass (pytest's own tmp folder is 0700)
+    monkeypatch.setattr(database.time, "sleep", lambda _: None)
+    monkeypatch.setattr(database.subprocess, "run", flaky)
+    database._require_passage(open_folder / "pgdata")  # the last try runs for real, and passes
+    assert len(calls) == database.PASSAGE_ATTEMPTS
+
+    monkeypatch.setattr(database.subprocess, "run", lambda args, **options: subprocess.CompletedProcess(
+        args, 1, stdout="", stderr="sh: fork: Resource temporarily unavailable"))
+    with pytest.raises(OSError) as refused:
+        database._require_passage(open_folder / "pgdata")
+    open_folder.rmdir()
+    said = str(refused.value)
+    assert "could not check" in said and "fork" in said and "mode" not in said and "\n" not in said
