@@ -199,8 +199,11 @@ def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, e
     storage = instance.event_log_storage
     latest = {name: storage.get_latest_storage_id_by_partition(
         AssetKey(name), DagsterEventType.ASSET_MATERIALIZATION, set(sources)) for name in INGEST_ASSETS}
+    read_ids = list(latest[INGEST_ASSETS[0]].values())
+    if not read_ids:
+        return []  # no filter by storage ids at all would read every materialization there is
     reads = {record.storage_id: record for record in storage.get_event_records(EventRecordsFilter(
-        DagsterEventType.ASSET_MATERIALIZATION, storage_ids=list(latest[INGEST_ASSETS[0]].values())))}
+        DagsterEventType.ASSET_MATERIALIZATION, storage_ids=read_ids))}
     current = registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
     stale = []
     for sid in sources:
