@@ -4,8 +4,6 @@ again with its words weighing more (lectio.retrieval.topics)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from psycopg import sql
 
 from lectio.retrieval import candidates, topics

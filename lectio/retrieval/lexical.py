@@ -30,7 +30,7 @@ from psycopg import sql
 
 from lectio.index import bm25, citations, mirror, postings, tables
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.scope import Scope
+from lectio.retrieval.request import VersionRequest
 
 # The first read confirms exactly the candidates wanted: the mirror has already applied the caller's
 # ACL and filters, so the read drops nothing unless the two disagree (measured on the full index:
@@ -93,19 +93,28 @@ class Rows:
     layout: int | None = None
 
 
-def choose(conn, table_name: str, layout: int | None, scope: Scope, translation: str | None,
-           others: bool = False, narrower: sql.Composable | None = None) -> LexicalIndex:
-    """The lexical index of the rows `scope` allows in `translation` (every other translation's,
-    with `others`: Scope.conditions), narrowed by `narrower` where given: the version's mirror
-    where there is one that can apply the scope's conditions (not `narrower`), else its postings
-    where it has them, else a scan."""
+def version_mirror(conn, info, config: SearchConfig) -> mirror.Mirror | None:
+    """The version's lexical mirror, where a search under `config` ranks words with it (built once
+    per version, read as the owner before the search turns reader); None to score in SQL."""
+    return mirror.ensure(conn, info) if config.lexical.mirror and config.matches_words else None
+
+
+def choose(request: VersionRequest, translation: str | None, others: bool = False,
+           narrower: sql.Composable | None = None) -> LexicalIndex:
+    """The lexical index of the rows the request's scope allows in `translation` (every other
+    translation's, with `others`: Scope.conditions), narrowed by `narrower` where given: the
+    version's mirror where the search has one that can apply the scope's conditions (not
+    `narrower`), else its postings where it has them, else a scan. The one call that opens a
+    version's lexical index."""
+    conn, table_name, layout, scope, mirrored = (request.conn, request.table_name, request.layout, request.filters,
+                                                 request.mirror)
     where, params = scope.where(translation, others)
     if narrower is not None:
         return _in_sql(Rows(conn, table_name, sql.SQL("{} AND {}").format(where, narrower), params, layout), None)
     rows = Rows(conn, table_name, where, params, layout)
-    eligible = scope.mirror.mask(scope.conditions(translation, others)) if scope.mirror is not None else None
+    eligible = mirrored.mask(scope.conditions(translation, others)) if mirrored is not None else None
     if eligible is not None:
-        return MirrorIndex(rows, scope.mirror, eligible, scope.corpus)
+        return MirrorIndex(rows, mirrored, eligible, scope.corpus)
     # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
     return _in_sql(rows, where if scope.on_postings else None)
 

@@ -7,7 +7,7 @@ stage wherever its settings turn it on, for its modes."""
 
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
+from dataclasses import make_dataclass
 
 from lectio.retrieval.collapse import CollapseCovered
 from lectio.retrieval.long_passages import LongPassageParts, PackPage

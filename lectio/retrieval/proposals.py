@@ -36,9 +36,9 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
     embedding where it is already made. The vector side runs on the request's `vector_conn` where
     there is one, beside the lexical side."""
     conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
-    config, layout, translation = request.config, request.layout, request.translation
+    config, translation = request.config, request.translation
     # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
-    index = lexical.choose(conn, table_name, layout, filters, translation, narrower=rows)
+    index = lexical.choose(request, translation, narrower=rows)
     where, params = index.rows.where, index.rows.params
     extra = expansion_words(query, config.expansion) if config.lexical.expand or config.vector.expand else ""
     side = near = words = titles = others = None
@@ -53,7 +53,7 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
             words, titles = found.words, found.titles if config.titles.weight else None
         if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
             # Read while the vector side still walks the graph: a topic's is the longer walk.
-            others = topics.other_translations(conn, table_name, query, filters, config, layout, translation)
+            others = topics.other_translations(request, translation)
     finally:
         if side is not None:
             wait([side])  # the second connection is the caller's again only once its reads are done

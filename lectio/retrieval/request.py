@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import psycopg
 
 from lectio.embedding.model import Embedder
+from lectio.index.mirror import Mirror
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.scope import Scope
 
@@ -30,6 +31,9 @@ class VersionRequest:
     embedder: Embedder | None  # the version's model; a reference is looked up, not embedded
     layout: int | None  # the version's INDEX_LAYOUT (lectio.index.tables)
     vector_conn: psycopg.Connection | None = None  # the vector side's, beside the lexical side on `conn`
+    # The version's lexical mirror where this search ranks words with it (lectio.retrieval.lexical
+    # .version_mirror); None to score BM25 in SQL.
+    mirror: Mirror | None = None
 
     @property
     def translation(self) -> str:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from lectio.index.mirror import Mirror
 from lectio.retrieval.filters import Filters
 
 _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
@@ -16,15 +15,13 @@ _TESTAMENTS = {"ot": "old", "old": "old", "nt": "new", "new": "new"}
 @dataclass(frozen=True)
 class Scope:
     """The rows one search may read: the caller's principals and Filters, as a WHERE clause and as
-    the conditions the lexical mirror applies, with what the lexical side needs of the version."""
+    the conditions the lexical mirror applies, with BM25's counts of the version."""
 
     principals: tuple[str, ...]
     given: Filters
     # BM25's corpus size and mean length (public chunks', whoever asks: IndexVersion.bm25_corpus),
     # read from the version's record as the owner and handed to the lexical side as values.
     corpus: tuple[float, float] | None = None
-    # The version's lexical mirror (lectio.index.mirror), None to score BM25 in SQL.
-    mirror: Mirror | None = None
 
     @property
     def translation(self) -> str | None:

@@ -16,12 +16,11 @@ import psycopg
 
 from lectio.bible.refs import RefRange, UnknownReference
 from lectio.embedding.model import Embedder
-from lectio.index import mirror, revocation, security, versions
-from lectio.retrieval import lexicon, query_text, shape
+from lectio.index import revocation, security, versions
+from lectio.retrieval import lexical, lexicon, query_text, shape
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.lookup import lookup
-from lectio.retrieval.modes import Mode
 from lectio.retrieval.ranking import ranked_search
 from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
 from lectio.retrieval.response import Result, SearchResponse
@@ -97,9 +96,7 @@ def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, referen
     lexical mirror (built once per version) and the model; a response where the model cannot
     embed for the version."""
     config, version = request.config, info.version
-    lexical_mirror = config.lexical.mirror and config.mode != Mode.VECTOR and not reference
-    scope = Scope(request.principals, request.filters, info.bm25_corpus,
-                  mirror.ensure(conn, info) if lexical_mirror else None)
+    scope = Scope(request.principals, request.filters, info.bm25_corpus)
     if not reference:  # a reference is looked up, not embedded
         try:
             embedder = embedder.for_model(info.model_id) if embedder else Embedder.for_queries_of(info.model_id)
@@ -107,7 +104,7 @@ def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, referen
             return SearchResponse(request.query, "none", version,
                                   message=f"index version {version!r} cannot be searched here: {exc}")
     return VersionRequest(conn, info.table_name, request.query, request.k, scope, version, config, embedder,
-                          info.layout, vector_conn)
+                          info.layout, vector_conn, None if reference else lexical.version_mirror(conn, info, config))
 
 
 def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[RefRange]) -> SearchResponse:

@@ -10,6 +10,7 @@ from lectio.retrieval import candidates, lexical, shape
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.modes import Mode
 from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.scope import Scope
 
 # The rows a topic is answered from: scripture as verses only, with or without the other kinds.
@@ -35,11 +36,11 @@ def fused_again(query: str, config: SearchConfig, filters: Scope) -> bool:
     return config.topics.rows == "all" and topic_shaped(query, config, filters)
 
 
-def other_translations(conn, table_name: str, query: str, filters: Scope, config: SearchConfig,
-                       layout: int | None, translation: str) -> list[tuple[str, float]]:
+def other_translations(request: VersionRequest, translation: str) -> list[tuple[str, float]]:
     """BM25 over the scripture of every translation but `translation`, each hit given as the chunk
     of the same verses in `translation` (candidates.twins): the verse whose word `translation`
     renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
+    conn, table_name, query, config = request.conn, request.table_name, request.query, request.config
     extra = expansion_words(query, config.expansion) if config.lexical.expand else ""
-    ranked = lexical.choose(conn, table_name, layout, filters, translation, others=True).words(query, extra, config)
-    return candidates.twins(conn, table_name, ranked, *filters.where(translation))
+    ranked = lexical.choose(request, translation, others=True).words(query, extra, config)
+    return candidates.twins(conn, table_name, ranked, *request.filters.where(translation))

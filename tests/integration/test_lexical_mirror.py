@@ -14,6 +14,7 @@ from psycopg import sql
 from lectio.index import citations, mirror, revocation, security, versions
 from lectio.retrieval import lexical
 from lectio.retrieval.filters import Filters
+from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
 from lectio.retrieval.search import SearchConfig, SearchRequest, search
@@ -147,29 +148,34 @@ class Ungranular(Scope):
         return [*super().conditions(translation, others), ("granularity", "=", "verse")]
 
 
+def version_request(scope: Scope, found, layout: int | None = 8) -> VersionRequest:
+    """A search of table `t` of a version of `layout`, as `scope` allows, with the mirror `found`."""
+    return VersionRequest(None, "t", "", 10, scope, "v", SearchConfig(), None, layout, mirror=found)
+
+
 def test_a_filter_the_mirror_lacks_is_left_to_sql(live):
     _, found = live
     assert found.mask([("granularity", "=", "verse")]) is None
-    assert isinstance(lexical.choose(None, "t", 8, Scope(("public",), Filters(), (1, 1), found), "WEB"),
+    assert isinstance(lexical.choose(version_request(Scope(("public",), Filters(), (1, 1)), found), "WEB"),
                       lexical.MirrorIndex)
-    assert isinstance(lexical.choose(None, "t", 8, Ungranular(("public",), Filters(), (1, 1), found), "WEB"),
+    assert isinstance(lexical.choose(version_request(Ungranular(("public",), Filters(), (1, 1)), found), "WEB"),
                       lexical.PostingsIndex)
 
 
 def test_the_lexical_index_is_chosen_once_by_mirror_rows_and_layout(live):
     _, found = live
-    public = Scope(("public",), Filters(), (1, 1), found)
+    public = Scope(("public",), Filters(), (1, 1))
     # Rows narrowed past the scope's conditions: the mirror cannot tell which, SQL reads them.
-    narrowed = lexical.choose(None, "t", 8, public, "WEB", narrower=sql.SQL("granularity = 'verse'"))
+    narrowed = lexical.choose(version_request(public, found), "WEB", narrower=sql.SQL("granularity = 'verse'"))
     assert isinstance(narrowed, lexical.PostingsIndex) and narrowed.posting_filter is None
     # Without a mirror: postings where the version has them, the postings filtered in their own
     # columns when the scope names no others; a scan of every matching chunk before layout 7.
-    unmirrored = lexical.choose(None, "t", 8, replace(public, mirror=None), "WEB")
+    unmirrored = lexical.choose(version_request(public, None), "WEB")
     assert isinstance(unmirrored, lexical.PostingsIndex) and unmirrored.posting_filter is unmirrored.rows.where
-    old_testament = replace(public, mirror=None, given=Filters(testament="OT"))
-    assert lexical.choose(None, "t", 8, old_testament, "WEB").posting_filter is None
-    assert isinstance(lexical.choose(None, "t", None, replace(public, mirror=None), "WEB"), lexical.ScanIndex)
-    assert isinstance(lexical.choose(None, "t", 6, replace(public, mirror=None), "WEB"), lexical.ScanIndex)
+    old_testament = replace(public, given=Filters(testament="OT"))
+    assert lexical.choose(version_request(old_testament, None), "WEB").posting_filter is None
+    assert isinstance(lexical.choose(version_request(public, None, None), "WEB"), lexical.ScanIndex)
+    assert isinstance(lexical.choose(version_request(public, None, 6), "WEB"), lexical.ScanIndex)
 
 
 def bobs_note_first(conn, info, found) -> str:
