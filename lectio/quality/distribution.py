@@ -72,6 +72,19 @@ def _compact(n: int) -> str:
 
 
 def histogram_png(chunks: pd.DataFrame) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig = histogram_figure(chunks)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def histogram_figure(chunks: pd.DataFrame):
+    """One panel per (kind, granularity): chunks by size in word pieces, on a log count axis, with
+    the model's limit marked; each axis labelled and the limit named in a legend, so the plot
+    reads on its own in the UI."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -93,12 +106,12 @@ def histogram_png(chunks: pd.DataFrame) -> bytes:
         ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.axvline(MAX_TEXT_TOKENS, color="#b33", linestyle="--", linewidth=1)
+        ax.axvline(MAX_TEXT_TOKENS, color="#b33", linestyle="--", linewidth=1,
+                   label=f"model limit ({MAX_TEXT_TOKENS} word pieces)")
         ax.set_title(f"{kind} / {granularity}: {len(group):,} chunks", fontsize=9)
+        ax.set_ylabel("chunks (log)", fontsize=8)
         ax.tick_params(labelsize=8)
-    axes[-1, 0].set_xlabel("tokens (dashed: model limit)", fontsize=8)
+    axes[0, 0].legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("word pieces per chunk", fontsize=8)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    plt.close(fig)
-    return buffer.getvalue()
+    return fig

@@ -19,3 +19,22 @@ def test_two_translations_are_two_rows():
     assert sorted(table.index) == ["kjv", "web"]
     assert table.loc["kjv", "count"] == 2 and table.loc["kjv", "max"] == 50
     assert table.loc["web", "count"] == 1 and table.loc["web", "longest"] == "rom_8_28_web (30)"
+
+
+def test_the_size_plot_reads_on_its_own():
+    """Issue 52, item 7: each panel's axes are labelled and the limit line is named in a legend."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from lectio.quality.distribution import histogram_figure
+
+    chunks = pd.DataFrame({"kind": ["scripture", "scripture", "notes"], "granularity": ["verse", "verse", "note"],
+                           "tokens": [20, 40, 300]})
+    fig = histogram_figure(chunks)
+    axes = fig.axes
+    assert len(axes) == 2 and all(ax.get_ylabel() == "chunks (log)" for ax in axes)
+    assert axes[-1].get_xlabel() == "word pieces per chunk"
+    from lectio.embedding.model import MAX_TEXT_TOKENS
+
+    assert [t.get_text() for t in axes[0].get_legend().get_texts()] == [f"model limit ({MAX_TEXT_TOKENS} word pieces)"]
+    plt.close(fig)
