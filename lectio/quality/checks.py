@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lectio.embedding.model import DIMENSIONS, MAX_TEXT_TOKENS
+from lectio.embedding.model import DIMENSIONS
 from lectio.quality.expectations import expect, failing_ids, summaries
 from lectio.quality.results import CheckResult, result_of
 from lectio.rulesets.base import Ruleset

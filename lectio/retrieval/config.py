@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from lectio.index import bm25
 from lectio.retrieval.expansion import ExpansionSettings
@@ -211,13 +212,9 @@ class SearchConfig:
         (a CLI option left out). A ValueError naming the assignment for an unknown name or a bad
         value."""
         types = setting_types()
-        config = self
-        for name, value in options.items():
-            path = ALIASES.get(name, name)
-            if path not in types:
-                raise ValueError(f"unknown search setting {name!r}")
-            if value is not None or "None" in types[path]:
-                config = _set(config, path.split("."), value)
+        given = {ALIASES.get(name, name): value for name, value in options.items()}
+        config = self.with_settings({path: value for path, value in given.items()
+                                     if value is not None or "None" in types.get(path, "None")})
         for item in assignments:
             name, sep, raw = (part.strip() for part in item.partition("="))
             path = ALIASES.get(name, name)
@@ -244,8 +241,10 @@ class SearchConfig:
                                    "fusion.prominence_weight": paragraphs.prominence_weight})
 
 
+@lru_cache(maxsize=None)
 def setting_types(kind: type = SearchConfig, prefix: str = "") -> dict[str, str]:
-    """Every setting's dotted path and its type, as written."""
+    """Every setting's dotted path and its type, as written (walked once per class: a search asks
+    for variants of its configuration on its own path; callers only read the mapping)."""
     found = {}
     for f in dataclasses.fields(kind):
         nested = _SETTINGS.get(str(f.type))

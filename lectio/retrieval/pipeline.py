@@ -38,10 +38,11 @@ def _declared() -> dict[str, Setting]:
     return {**found, _PARENTS.name: _PARENTS}
 
 
+_DECLARED = _declared()
 # The search setting `stages`: one field per declared setting, frozen like every settings group.
 StageSettings = make_dataclass(
-    "StageSettings", [(s.name, s.annotation, s.field()) for s in _declared().values()], frozen=True,
+    "StageSettings", [(s.name, s.annotation, s.field()) for s in _DECLARED.values()], frozen=True,
     namespace={"__doc__": "The stages the fused hits pass through (PIPELINE), each one's settings under its name."})
 StageSettings.__module__ = __name__
 # The settings groups the stages own, by name: how the settings' paths are walked.
-GROUPS = {s.kind.__name__: s.kind for s in _declared().values() if isinstance(s.kind, type)}
+GROUPS = {s.kind.__name__: s.kind for s in _DECLARED.values() if isinstance(s.kind, type)}
