@@ -1,5 +1,5 @@
 """`lectio model show | measure | train`: the embedding runtime this home chose and the evidence for
-it, and the rerankers trained here; `measure` measures this machine again (on a quiet machine) and
+it, and the rerankers trained here; `measure` measures this machine again and
 says what a change means; `train` trains a reranker on the live index's training pairs."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def describe(record: dict) -> str:
              f"ingest: {record['backend']}/{record.get('precision', 'fp32')}; queries: "
              f"{'/'.join(backends.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
              f"measured {record.get('measured_at', '?')} on {record.get('texts', '?')} texts, "
-             f"{'a quiet machine' if record.get('quiet', True) else 'a machine that was not quiet'}"]
+             f"{backends.rounds_told(record)}"]
     query = record.get("query") or {}
     if query.get("backend") == "onnx":
         # A record from before the query session was measured has no threads: it runs one.

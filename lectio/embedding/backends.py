@@ -24,10 +24,14 @@ torch import. On ONNX Runtime, the query session runs on every core instead of o
 spinning within a run, or not) only where that measured faster (QUERY_THREADS_GAIN at the median
 of the queries' paired ratios, in every round) and no slower at p95 beside a busy core (within
 TIE), as a hybrid search embeds its query while the lexical side works on the other core;
-neither changes the vectors. Where the rounds spread more than a quiet machine's (measurement.QUIET_SPREAD), a
-faster candidate is chosen only if it was faster in two rounds of three and by TIE at the median of
-the paired rounds (one unlucky round does not decide); otherwise fp32 stays, and the record says
-the machine was not quiet (`lectio model measure` measures again).
+neither changes the vectors.
+
+A machine in use is the normal case, so the ingest choice never rests on whether it was quiet: the
+first candidate in ORDER stays unless another is faster by the paired rounds' evidence (faster():
+its median ratio at least TIE, and the sign-test interval for that median above 1), and the rounds
+go on, up to measurement.MAX_ROUNDS, until each comparison is decided. Load that lasts slows both
+sides of a round alike; a burst spoils one round, which the interval leaves out. Whether the
+machine was quiet is still recorded, and decides only the query session's threads.
 
 The outcome and its evidence are recorded in the home's model cache (backend.json) and read by
 every later start: the runtime and numerics are part of the model id, so a choice that flipped
@@ -70,10 +74,6 @@ ORDER = (("onnx", "fp32"), ("torch", "fp32"), ("torch", "bf16"))
 REFERENCE = ("torch", "fp32")
 CHOICE_FILE = "backend.json"
 TIE = 1.1  # a preferred candidate is kept unless another measured this much faster
-# On a machine that was not quiet, a runtime faster than fp32 must win this share of the paired
-# rounds (and TIE at their median ratio): one round lost to a burst of other work once threw away
-# bf16's 1.6x over six rounds, and with it the numerics of every index the home built.
-WON_SHARE = 2 / 3
 # Retrieval-close to fp32: every vector within CLOSE_COSINE of fp32's, and each text's ten nearest
 # texts (among the measurement texts) on average CLOSE_OVERLAP the same as fp32's: closer than
 # the HNSW index's own approximation of exact search, which the index already accepts (its
@@ -143,8 +143,7 @@ def choose(name: str, release: str, given: str | None = None) -> tuple[str, str]
     chosen = pick(record, pool)
     log.info("embedding runtime %s, measured on this machine (%s, %s cores; %s): %s; queries on %s. "
              "LECTIO_EMBED_BACKEND / LECTIO_EMBED_PRECISION override, `lectio model measure` measures again",
-             key(chosen), record["machine"]["cpu"], record["machine"]["cores"],
-             "quiet" if record.get("quiet", True) else "not quiet: fp32 kept unless faster in two rounds of three",
+             key(chosen), record["machine"]["cpu"], record["machine"]["cores"], rounds_told(record),
              _summary(record), key(query_runtime_of(record) or chosen))
     return chosen
 
@@ -155,6 +154,13 @@ def _summary(record: dict) -> str:
         or "an earlier measurement"
 
 
+def rounds_told(record: dict) -> str:
+    """How many paired rounds the record's choice rests on, and whether the machine was quiet."""
+    times = [len(v["seconds"]) for v in (record.get("candidates") or {}).values() if "seconds" in v]
+    quiet = "quiet" if record.get("quiet", True) else "not quiet"
+    return f"{max(times)} paired rounds, {quiet}" if times else quiet
+
+
 def pick(record: dict, pool: list[tuple[str, str]]) -> tuple[str, str]:
     """The recorded choice where it is open; else the best measured candidate of the pool."""
     chosen = (record["backend"], record.get("precision", numerics.DEFAULT))
@@ -163,7 +169,7 @@ def pick(record: dict, pool: list[tuple[str, str]]) -> tuple[str, str]:
     measured_here = {k: v for k, v in (record.get("candidates") or {}).items() if tuple(k.split("/")) in pool}
     if not measured_here:
         return pool[0]
-    return decide(measured_here, record.get("quiet", True))["ingest"]
+    return decide(measured_here)["ingest"]
 
 
 def machine() -> dict:
@@ -249,11 +255,13 @@ def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | N
             continue
         found[key(runtime)] = {"equivalence": relation(runners[key(runtime)][0](texts), reference)}
     timed = {k: run for k, (run, _) in runners.items() if found[k]["equivalence"]["relation"] != "apart"}
-    seconds, quiet = measurement.rounds({k: (lambda run=run: run(texts)) for k, run in timed.items()})
+    batch = measurement.texts(min(sample, measurement.TIMED_TEXTS))
+    seconds, quiet = measurement.rounds({k: (lambda run=run: run(batch)) for k, run in timed.items()}, decided)
     for k, times in seconds.items():
-        found[k] |= {"seconds": times, "texts_per_second": round(len(texts) / statistics.median(times), 1),
+        found[k] |= {"seconds": times, "texts_per_second": round(len(batch) / statistics.median(times), 1),
                      "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
-    record = decide(found, quiet) | {"candidates": found, "quiet": quiet, "texts": len(texts), "measured_at": started}
+    record = decide(found) | {"candidates": found, "quiet": quiet, "texts": len(texts), "timed_texts": len(batch),
+                              "measured_at": started}
     if record["query"] and record["query"]["backend"] == "onnx":
         record["query"] |= _query_threads(found, record["query"]["precision"], quiet, (name, release, home), queries)
     return record
@@ -404,20 +412,14 @@ def neighbour_overlap(vectors: np.ndarray, reference: np.ndarray, k: int = NEIGH
     return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(near, truth)]))
 
 
-def decide(found: dict, quiet: bool) -> dict:
-    """The ingest runtime (fastest by median seconds; a preferred one within TIE wins; on a
-    machine that was not quiet, a faster one only if faster round by round: _faster_under_load)
-    and the queries'
-    (fastest median latency among those interchangeable with fp32, ONNX within TIE)."""
+def decide(found: dict) -> dict:
+    """The ingest runtime (_ingest_choice) and the queries' (fastest median latency among those
+    interchangeable with fp32, ONNX within TIE)."""
     timed = [c for c in ORDER if "seconds" in found.get(key(c), {})]
     if not timed:
         return {"backend": DEFAULT, "precision": numerics.DEFAULT, "ingest": REFERENCE, "reason": "nothing could be measured"}
-    median = {c: statistics.median(found[key(c)]["seconds"]) for c in timed}
-    best = min(median.values())
-    chosen = next(c for c in timed if median[c] <= best * TIE)
+    chosen = _ingest_choice({key(c): found[key(c)]["seconds"] for c in timed})
     exact = [c for c in timed if found[key(c)]["equivalence"]["relation"] == "interchangeable"]
-    if not quiet and exact and chosen not in exact and not _faster_under_load(found, chosen, exact[0]):
-        chosen = exact[0]
     fast_queries = [c for c in exact if "query_ms" in found[key(c)]]
     query = None
     if fast_queries:
@@ -427,11 +429,40 @@ def decide(found: dict, quiet: bool) -> dict:
             "query": {"backend": query[0], "precision": query[1]} if query else None}
 
 
-def _faster_under_load(found: dict, one: tuple[str, str], other: tuple[str, str]) -> bool:
-    """`one` faster than `other` round by round: in at least WON_SHARE of the paired rounds, and
-    by TIE at the median of the rounds' ratios."""
-    ratios = [b / a for a, b in zip(found[key(one)]["seconds"], found[key(other)]["seconds"])]
-    return sum(r > 1 for r in ratios) >= WON_SHARE * len(ratios) and statistics.median(ratios) >= TIE
+def _ingest_choice(seconds: dict[str, list[float]]) -> tuple[str, str]:
+    """The first runtime in ORDER, unless others were faster than it (faster()); then the fastest
+    of those by median ratio, one earlier in ORDER within TIE of it winning."""
+    first, *others = [c for c in ORDER if key(c) in seconds]
+    gains = {c: ratios(seconds, c, first) for c in others}
+    winners = {c: statistics.median(r) for c, r in gains.items() if faster(r)}
+    if not winners:
+        return first
+    best = max(winners.values())
+    return next(c for c in others if c in winners and winners[c] * TIE >= best)
+
+
+def ratios(seconds: dict[str, list[float]], one: tuple[str, str], other: tuple[str, str]) -> list[float]:
+    """How many times faster `one` ran than `other` in each round (timed back to back)."""
+    return [b / a for a, b in zip(seconds[key(one)], seconds[key(other)])]
+
+
+def faster(gains: list[float]) -> bool:
+    """Faster by the rounds' evidence: by TIE at the median ratio, and surely faster at all (the
+    interval for the median, measurement.median_interval, lies above 1)."""
+    interval = measurement.median_interval(gains)
+    return interval is not None and interval[0] > 1 and statistics.median(gains) >= TIE
+
+
+def decided(seconds: dict[str, list[float]]) -> bool:
+    """Whether the rounds so far decide every comparison _ingest_choice makes: each other runtime
+    is faster than the first, or surely not faster by TIE (its interval lies below TIE)."""
+    first, *others = [c for c in ORDER if key(c) in seconds]
+    for runtime in others:
+        gains = ratios(seconds, runtime, first)
+        interval = measurement.median_interval(gains)
+        if interval is None or not (faster(gains) or interval[1] < TIE):
+            return False
+    return True
 
 
 def query_runtime_of(record: dict | None) -> tuple[str, str] | None:

@@ -3,9 +3,12 @@
 A decision that becomes part of an index's model id must not follow a shared machine's noise: it
 is measured on a few hundred real texts in the corpus's length mix (short verses and answers,
 paragraphs, chunks that fill the model's window), each runtime timed in every round with the
-order turned round from one round to the next, and the rounds' spread kept as the evidence of
-how quiet the machine was. Rounds that agree are not enough: a job that keeps the cores busy the
-whole time slows every round alike, so the CPU time other processes took meanwhile is read too.
+order turned round from one round to the next. A machine in use is the normal case, so what is
+compared is each round's ratio between two runtimes, timed back to back: load that lasts slows
+both sides of a pair alike, and a burst that falls on one side spoils one round, which the
+interval for the ratios' median (distribution-free, by the sign test) leaves out once there are
+rounds enough. The rounds' spread and the CPU time other processes took meanwhile are kept as the
+evidence of how quiet the machine was.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -23,10 +27,15 @@ from typing import Callable
 # window-filling chunks (most ingest time goes to the long ones).
 LENGTH_MIX = ((0.40, 12, 40), (0.35, 60, 140), (0.25, 160, 230))
 TEXTS = 256
+# The rounds time a smaller set of the same mix: two of the runtimes' 64-text batches, so more
+# paired rounds fit in the same minutes (the equivalence is still judged on TEXTS).
+TIMED_TEXTS = 128
 QUERIES = 48
 # A runtime's rounds may differ by this much (slowest over fastest, less one) on a quiet machine.
 QUIET_SPREAD = 0.15
-MIN_ROUNDS, MAX_ROUNDS = 3, 7
+# Five rounds are the fewest whose sign-test interval reaches CONFIDENCE; eleven leave two bursts out.
+MIN_ROUNDS, MAX_ROUNDS = 5, 11
+CONFIDENCE = 0.9
 # The share of every core's time that other processes may take during the rounds of a quiet
 # machine. Measured here: an HNSW build at `nice -n 19` beside the rounds made every runtime 4-5x
 # slower while the rounds still agreed within 3-6 %.
@@ -73,10 +82,24 @@ def spread(seconds: list[float]) -> float:
     return max(seconds) / min(seconds) - 1
 
 
-def rounds(runs: dict[str, Callable[[], object]]) -> tuple[dict[str, list[float]], bool]:
-    """Each run timed once per round, the order reversed every other round, until every run's
-    spread is within QUIET_SPREAD (at least MIN_ROUNDS) or MAX_ROUNDS have passed; the seconds,
-    and whether the machine was quiet enough."""
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """An interval holding the median of what `values` sample with at least `confidence`, whatever
+    their distribution (the sign test): the k-th smallest and k-th largest value, k as large as
+    that allows; None where there are too few values for any."""
+    n, ordered = len(values), sorted(values)
+    k = 0
+    while k < n // 2 and 1 - 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n >= confidence:
+        k += 1
+    return (ordered[k - 1], ordered[n - k]) if k else None
+
+
+def rounds(runs: dict[str, Callable[[], object]],
+           settled: Callable[[dict[str, list[float]]], bool] | None = None) -> tuple[dict[str, list[float]], bool]:
+    """Each run timed once per round, the order reversed every other round, until `settled` says
+    the seconds decide what they are for (by default: every run's spread is within QUIET_SPREAD),
+    after at least MIN_ROUNDS, or MAX_ROUNDS have passed; the seconds, and whether the machine was
+    quiet enough."""
+    settled = settled or quiet
     names = list(runs)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     others = Others()
@@ -85,7 +108,7 @@ def rounds(runs: dict[str, Callable[[], object]]) -> tuple[dict[str, list[float]
             started = time.perf_counter()
             runs[name]()
             seconds[name].append(round(time.perf_counter() - started, 4))
-        if round_ + 1 >= MIN_ROUNDS and quiet(seconds):
+        if round_ + 1 >= MIN_ROUNDS and settled(seconds):
             break
     return seconds, quiet(seconds) and others.left_the_cores()
 

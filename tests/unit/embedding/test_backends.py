@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lectio.embedding import backends, model, numerics, onnx_runtime
+from lectio.embedding import backends, measurement, model, numerics, onnx_runtime
 from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
@@ -159,33 +159,50 @@ def _found(seconds: dict, relations: dict | None = None, query_ms: dict | None =
 def test_the_fastest_close_runtime_ingests_and_the_exact_ones_win_ties():
     close = {"torch/bf16": "close"}
     # bf16 autocast on a CPU with AMX: much faster, close to fp32, so it ingests; queries stay exact.
-    amx = backends.decide(_found({"onnx/fp32": [4.0, 4.1, 4.2], "torch/fp32": [4.3, 4.2, 4.4],
-                                  "torch/bf16": [1.9, 2.0, 1.8]}, close, {"onnx/fp32": 3.0, "torch/fp32": 12.0}), True)
+    amx = backends.decide(_found({"onnx/fp32": [4.0, 4.1, 4.2, 4.0, 4.1], "torch/fp32": [4.3, 4.2, 4.4, 4.3, 4.2],
+                                  "torch/bf16": [1.9, 2.0, 1.8, 1.9, 2.0]}, close, {"onnx/fp32": 3.0, "torch/fp32": 12.0}))
     assert amx["ingest"] == ("torch", "bf16") and amx["query"] == {"backend": "onnx", "precision": "fp32"}
     # Within TIE of the fastest, ONNX fp32 wins: it reproduces fp32 and spares the torch import.
-    tie = backends.decide(_found({"onnx/fp32": [4.3, 4.3, 4.3], "torch/fp32": [4.0, 4.0, 4.0]}), True)
+    tie = backends.decide(_found({"onnx/fp32": [4.3] * 5, "torch/fp32": [4.0] * 5}))
     assert tie["ingest"] == ("onnx", "fp32")
-    assert backends.decide(_found({"onnx/fp32": [5.0] * 3, "torch/fp32": [4.0] * 3}), True)["ingest"] == ("torch", "fp32")
+    assert backends.decide(_found({"onnx/fp32": [5.0] * 5, "torch/fp32": [4.0] * 5}))["ingest"] == ("torch", "fp32")
+    # Faster than ONNX, and within TIE of each other: the exact one of the two wins.
+    both = _found({"onnx/fp32": [6.0] * 5, "torch/fp32": [4.2] * 5, "torch/bf16": [4.0] * 5}, close)
+    assert backends.decide(both)["ingest"] == ("torch", "fp32")
     # bf16 slower than fp32 (AVX-512 without native bf16): never chosen.
-    slow = backends.decide(_found({"torch/fp32": [4.0] * 3, "torch/bf16": [12.0] * 3}, close), True)
+    slow = backends.decide(_found({"torch/fp32": [4.0] * 5, "torch/bf16": [12.0] * 5}, close))
     assert slow["ingest"] == ("torch", "fp32")
+    # Too few rounds for any interval: what is preferred stays, however fast the other looked.
+    assert backends.decide(_found({"torch/fp32": [4.0] * 3, "torch/bf16": [1.0] * 3}, close))["ingest"] == ("torch", "fp32")
 
 
-def test_a_noisy_machine_keeps_fp32_unless_the_faster_runtime_wins_round_by_round():
+def test_under_load_the_choice_follows_the_paired_rounds_not_whether_the_machine_was_quiet():
     close = {"torch/bf16": "close"}
-    mixed = _found({"torch/fp32": [8.2, 13.5, 9.0, 7.0], "torch/bf16": [8.6, 2.2, 9.5, 5.0]}, close)
-    assert backends.decide(mixed, quiet=False)["ingest"] == ("torch", "fp32")  # two rounds of four
-    assert backends.decide(mixed, quiet=True)["ingest"] == ("torch", "bf16")  # its median is faster
-    every = _found({"torch/fp32": [12.0, 8.2, 13.5, 18.2], "torch/bf16": [8.7, 2.2, 11.9, 12.2]}, close)
-    assert backends.decide(every, quiet=False)["ingest"] == ("torch", "bf16")
     # As measured beside other work: bf16 1.5-1.7x faster in six rounds of seven, and half a
-    # percent slower in the one a burst fell on. That round once threw the whole measurement away.
-    unlucky = _found({"torch/fp32": [8.9, 9.1, 8.6, 9.3, 8.8, 5.48, 9.0],
-                      "torch/bf16": [5.6, 5.5, 5.4, 5.9, 5.3, 5.51, 5.6]}, close)
-    assert backends.decide(unlucky, quiet=False)["ingest"] == ("torch", "bf16")
-    # Faster in most rounds but not by TIE at the median: fp32 stays.
-    barely = _found({"torch/fp32": [5.2, 5.1, 5.3, 5.2, 5.0], "torch/bf16": [5.0, 5.0, 5.0, 5.0, 5.1]}, close)
-    assert backends.decide(barely, quiet=False)["ingest"] == ("torch", "fp32")
+    # percent slower in the one a burst fell on. That round once threw the whole measurement away;
+    # with one more round the interval leaves it out.
+    unlucky = {"torch/fp32": [8.9, 9.1, 8.6, 9.3, 8.8, 5.48, 9.0, 9.2],
+               "torch/bf16": [5.6, 5.5, 5.4, 5.9, 5.3, 5.51, 5.6, 5.5]}
+    assert not backends.decided({k: v[:7] for k, v in unlucky.items()})  # seven rounds: go on
+    assert backends.decided(unlucky)
+    assert backends.decide(_found(unlucky, close))["ingest"] == ("torch", "bf16")
+    # Load that slows everything (rounds spread 2x) still leaves bf16 faster in every pair.
+    busy = _found({"torch/fp32": [12.0, 8.2, 13.5, 18.2, 9.9], "torch/bf16": [7.7, 5.2, 8.9, 11.2, 6.0]}, close)
+    assert backends.decide(busy)["ingest"] == ("torch", "bf16")
+    # Faster in half the rounds only: the interval holds 1, fp32 stays, and the rounds are not decided.
+    mixed = {"torch/fp32": [8.2, 13.5, 9.0, 7.0, 8.0, 9.0], "torch/bf16": [8.6, 2.2, 9.5, 5.0, 8.5, 6.0]}
+    assert not backends.decided(mixed)
+    assert backends.decide(_found(mixed, close))["ingest"] == ("torch", "fp32")
+    # Faster in every round but not by TIE at the median: fp32 stays, and that is decided.
+    barely = {"torch/fp32": [5.2, 5.1, 5.3, 5.2, 5.0], "torch/bf16": [5.0, 5.0, 5.0, 5.0, 4.9]}
+    assert backends.decided(barely)
+    assert backends.decide(_found(barely, close))["ingest"] == ("torch", "fp32")
+
+
+def test_the_interval_for_a_median_needs_rounds_enough_and_leaves_the_outliers_out():
+    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6]) is None
+    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6, 0.9]) == (0.9, 1.7)
+    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6, 0.9, 1.6, 1.5, 9.0]) == (1.5, 1.7)
 
 
 def test_vectors_are_interchangeable_close_or_apart():
