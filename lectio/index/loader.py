@@ -19,7 +19,7 @@ from lectio.index import citations, indexes, locks, postings, tables, versions, 
 def build_version(conn: psycopg.Connection, chunks: pd.DataFrame, model_id: str, fp: str) -> versions.IndexVersion:
     """Load chunks (whose embeddings are all cached) into a new version table and index it."""
     started = time.monotonic()
-    number = conn.execute("SELECT nextval('index_version_seq')").fetchone()[0]
+    number = conn.execute("UPDATE index_version_counter SET last = last + 1 RETURNING last").fetchone()[0]
     version, table = f"v{number}", f"chunks_v{number}"
     with locks.building(conn, number):
         _register(conn, version, table, chunks, model_id, fp)

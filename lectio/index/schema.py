@@ -38,6 +38,16 @@ ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS layout integer;
 -- BM25's number of documents, public chunks only (lectio.index.postings.statistics), as
 -- avg_doc_lexemes is their mean length.
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS bm25_docs integer;
+-- The last version number given. A row updated in the build's own transaction rather than the
+-- sequence: PostgreSQL logs a sequence 32 values ahead, so after a crash the next version was v34
+-- where v3 was due. Homes from before it go on from the sequence's value (no number is reused).
+CREATE TABLE IF NOT EXISTS index_version_counter (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    last integer NOT NULL
+);
+INSERT INTO index_version_counter (last)
+    SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM index_version_seq
+    ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS live_index (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version text NOT NULL REFERENCES index_versions (version),
@@ -57,7 +67,8 @@ CREATE TABLE IF NOT EXISTS live_index (
 # 6: reader sessions report no query text, and PUBLIC loses other sessions' activity.
 # 7: BM25's N and mean length over public chunks only (index_versions.bm25_docs); existing
 #    versions' are counted again.
-SCHEMA_VERSION = 7
+# 8: version numbers from index_version_counter.
+SCHEMA_VERSION = 8
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
