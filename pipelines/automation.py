@@ -465,7 +465,8 @@ def _orphaned_runs_sensor():
         "when it was killed: they would hold the run queue's slots, and every queued run would wait.",
     )
     def fail_orphaned_runs_sensor(context: SensorEvaluationContext):
-        failed = fail_orphaned_runs(context.instance)
+        repository = context.repository_def.name if context.repository_def else context.repository_name
+        failed = fail_orphaned_runs(context.instance, repository)
         for message in failed:
             context.log.warning(message)
         return SkipReason(f"{len(failed)} run(s) marked failed: {'; '.join(failed)}" if failed

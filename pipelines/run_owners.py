@@ -1,5 +1,7 @@
 """Runs that a process executes itself (`lectio run`, `lectio migrate`) carry that process's
-identity, and the `fail_orphaned_runs` sensor fails those whose process is gone.
+identity, and the `fail_orphaned_runs` sensor fails those whose process is gone; and the code
+location the UI knows their job by (ui_origin), recorded on each when it ends, so the UI can
+re-execute it.
 
 Dagster's run monitoring (dagster.yaml) asks the run launcher whether a run's worker still lives:
 the default launcher cannot tell, and a run executed in process was never launched at all. A
@@ -16,7 +18,9 @@ from functools import lru_cache
 
 import psutil
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
-from pipelines.dagster_internals import JobFailureData, RunFailureReason
+from lectio.settings import PROJECT_ROOT
+from pipelines.dagster_internals import (JobFailureData, RemoteJobOrigin, RemoteRepositoryOrigin, RunFailureReason,
+                                        location_origins_from_yaml_paths)
 
 OWNER_MACHINE_TAG = "lectio/owner_machine"
 OWNER_PID_TAG = "lectio/owner_pid"
@@ -66,8 +70,23 @@ def owner_gone(run: DagsterRun) -> str | None:
     return f"process {pid}, which executed it, ended (killed or crashed) before the run did"
 
 
-def fail_orphaned_runs(instance: DagsterInstance) -> list[str]:
-    """Mark failed every STARTED run whose executing process is gone; one message per run failed."""
+def ui_origin(repository: str, job_name: str) -> RemoteJobOrigin:
+    """The job as the UI knows it: in the code location that workspace.yaml (`lectio dev`) names."""
+    return RemoteJobOrigin(RemoteRepositoryOrigin(_workspace_location(), repository), job_name)
+
+
+@lru_cache(maxsize=1)
+def _workspace_location():
+    # Read once per process: a `lectio run` records it on every run it executes.
+    (location,) = location_origins_from_yaml_paths([str(PROJECT_ROOT / "workspace.yaml")])
+    return location
+
+
+def fail_orphaned_runs(instance: DagsterInstance, repository: str | None = None) -> list[str]:
+    """Mark failed every STARTED run whose executing process is gone; one message per run failed.
+    Its process records a run's origin once the run ends (pipelines.runners), which a killed one
+    never did: it is recorded here, in `repository`, so the UI's Re-execute finds the job (without
+    it, Dagster answered a CheckError)."""
     failed = []
     for record in instance.get_run_records(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
         run = record.dagster_run
@@ -79,6 +98,8 @@ def fail_orphaned_runs(instance: DagsterInstance) -> list[str]:
             continue
         message = f"run {run.run_id} of {_job(run)} marked failed: {reason}; run it again"
         instance.report_run_failed(run, message, JobFailureData(error=None, failure_reason=RunFailureReason.UNEXPECTED_TERMINATION))
+        if run.remote_job_origin is None and repository:
+            instance.run_storage.replace_job_origin(run, ui_origin(repository, run.job_name))
         failed.append(message)
     return failed
 

@@ -15,7 +15,6 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable, Iterator
 
 from dagster import (
@@ -26,13 +25,12 @@ from dagster import (
     DagsterRunStatus,
     RunConfig,
 )
-from pipelines.dagster_internals import (ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG, RemoteJobOrigin,
-                                        RemoteRepositoryOrigin, location_origins_from_yaml_paths)
+from pipelines.dagster_internals import ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG
 
 from lectio.evaluation import migration_gate
 from lectio.index import locks, retention
 from lectio.index.database import ensure_database
-from lectio.settings import PROJECT_ROOT, Settings
+from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_fingerprints
 from lectio.sources import source_ids
@@ -44,7 +42,7 @@ from assets.names import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHE
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import prepare_dagster_env
 from assets.outcomes import root_cause
-from pipelines.run_owners import owner_tags
+from pipelines.run_owners import owner_tags, ui_origin
 
 # After a bad source entry every later step is skipped, and Dagster's plan then warns on its Python
 # logger that each blocking chunk check "emitted no result" (its step was skipped too) and that
@@ -66,7 +64,7 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
     origin, so it is recorded once the run has ended, as `dagster run migrate-repository` does.
     The run also names this process (pipelines.run_owners): no launcher watches it, and killed,
     it would otherwise stay STARTED, holding a slot of the run queue."""
-    origin = ui_origin(defs, job_name)
+    origin = ui_origin(defs.get_repository_def().name, job_name)
     run_id = str(uuid.uuid4())  # Dagster's run ids are uuid4s; known first, so the owner tags can name it
     result = defs.resolve_job_def(job_name).execute_in_process(
         instance=instance, raise_on_error=False, run_id=run_id,
@@ -74,18 +72,6 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
         **kwargs)
     instance.run_storage.replace_job_origin(instance.get_run_by_id(result.run_id), origin)
     return result
-
-
-def ui_origin(defs, job_name: str) -> RemoteJobOrigin:
-    """The job as the UI knows it: in the code location that workspace.yaml (`lectio dev`) names."""
-    return RemoteJobOrigin(RemoteRepositoryOrigin(_workspace_location(), defs.get_repository_def().name), job_name)
-
-
-@lru_cache(maxsize=1)
-def _workspace_location():
-    # Read once per process: a `lectio run` records it on every run it executes.
-    (location,) = location_origins_from_yaml_paths([str(PROJECT_ROOT / "workspace.yaml")])
-    return location
 
 
 def _run_config(**ops) -> RunConfig:

@@ -57,7 +57,12 @@ def test_a_killed_lectio_run_has_its_started_run_failed_and_its_queue_slot_freed
             tick = sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
             assert run.run_id in tick.skip_message
 
-            assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.FAILURE
+            failed = instance.get_run_by_id(run.run_id)
+            assert failed.status == DagsterRunStatus.FAILURE
+            # Re-executable from the UI (its Re-execute, and the GraphQL API's): the run names its code
+            # location, which a killed `lectio run` never recorded itself.
+            assert failed.remote_job_origin is not None
+            assert failed.remote_job_origin.repository_origin.repository_name == defs.get_repository_def().name
             (failure,) = instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_FAILURE)
             assert run.run_id in failure.message and f"process {process.pid}" in failure.message
             assert "orphan-guide" in failure.message

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
-from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
+from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION, LAUNCH_PIPELINE_REEXECUTION_MUTATION
 from dagster_graphql.test.utils import execute_dagster_graphql
 
 from lectio.index import schema, versions
@@ -25,6 +28,7 @@ from tests.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from assets.names import EMBED_POOL, INDEX_JOB, INGEST_JOB
+from pipelines.run_owners import OWNER_PID_TAG, owner_tags
 from pipelines.runners import run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -164,3 +168,50 @@ def test_lectio_runs_runs_are_on_their_job_pages(ui, settings, monkeypatch, fore
         assert run_ids <= set(shown), (job, run_ids, set(shown))
         assert all(shown[run_id] == {"repositoryLocationName": location, "repositoryName": repository}
                    for run_id in run_ids)
+
+
+def test_lectio_runs_runs_are_re_executed_by_every_route_the_ui_offers(ui, settings, monkeypatch, foreign_sources):
+    instance, workspace, sources = ui
+    monkeypatch.setenv("LECTIO_SOURCES", os.environ["LECTIO_SOURCES"])
+    report = run_main(dataclasses.replace(settings, sources_file=sources), echo=lambda _: None)
+    parent = next(o for o in report.sources if o.source_id == "ui-rota").run_id
+    context = workspace.create_request_context()
+    # The run page's Re-execute (ReexecutionParams) and the older route (ExecutionParams naming the parent).
+    (location,) = context.code_location_names
+    (repository,) = context.get_code_location(location).get_repositories()
+    routes = [{"reexecutionParams": {"parentRunId": parent, "strategy": "ALL_STEPS"}},
+              {"executionParams": {
+                  "selector": {"repositoryLocationName": location, "repositoryName": repository, "jobName": INGEST_JOB},
+                  "executionMetadata": {"parentRunId": parent, "rootRunId": parent,
+                                        "tags": [{"key": "dagster/partition", "value": "ui-rota"}]}}}]
+    for variables in routes:
+        result = execute_dagster_graphql(context, LAUNCH_PIPELINE_REEXECUTION_MUTATION, variables)
+        launched = result.data["launchPipelineReexecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run = _wait_until_finished(instance, workspace, launched["run"]["runId"])
+        assert run.status == DagsterRunStatus.SUCCESS and run.parent_run_id == parent
+
+
+def test_a_killed_lectio_run_failed_by_the_sensor_is_re_executed_from_the_ui(ui, foreign_sources):
+    instance, workspace, sources = ui
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run_id = str(uuid.uuid4())
+    # What a `lectio run` killed in its ingest run leaves: a STARTED run naming its dead process,
+    # and no origin (its process records that when the run ends).
+    tags = {**owner_tags(run_id), OWNER_PID_TAG: str(dead.pid), "dagster/partition": "ui-rota"}
+    defs = build_definitions(sources)
+    killed = instance.create_run_for_job(job_def=defs.resolve_job_def(INGEST_JOB), run_id=run_id, tags=tags,
+                                         status=DagsterRunStatus.STARTED)
+    assert killed.remote_job_origin is None
+    sensor = defs.resolve_sensor_def("fail_orphaned_runs")
+    sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
+    assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+    context = workspace.create_request_context()
+    for strategy in ("FROM_FAILURE", "ALL_STEPS"):
+        result = execute_dagster_graphql(context, LAUNCH_PIPELINE_REEXECUTION_MUTATION,
+                                         {"reexecutionParams": {"parentRunId": run_id, "strategy": strategy}})
+        launched = result.data["launchPipelineReexecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", (strategy, launched)
+        run = _wait_until_finished(instance, workspace, launched["run"]["runId"])
+        assert run.status == DagsterRunStatus.SUCCESS and run.parent_run_id == run_id
