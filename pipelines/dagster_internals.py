@@ -18,5 +18,9 @@ from dagster._core.workspace.load import location_origins_from_yaml_paths  # noq
 # marked public, but exported only from its private module.
 from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager  # noqa: F401
 
+# The pickled-file storage FilesystemIOManager makes, which lectio's step storage extends only to
+# word the line it logs for a missing partition (pipelines.definitions): exported privately only.
+from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager  # noqa: F401
+
 # The logger Dagster's step planner writes to (its name is all lectio uses of it).
 ACTIVE_PLAN_LOGGER = "dagster._core.execution.plan.active"
