@@ -11,6 +11,8 @@ import pytest
 from dagster import DagsterInstance
 
 from lectio.index import locks, revocation, versions
+from lectio.index.database import restart_embedded
+from tests.crashes import crash_embedded
 from lectio.sources import load_source
 from pipelines.cli import main as cli
 
@@ -157,6 +159,18 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
 
         refused = search(conn, SearchRequest("Romans 8:28", version=exposed))
         assert refused.results == [] and refused.message == f"index version {exposed} is unavailable"
+
+    # A crash does not bring it back: after the server's recovery, no door serves it.
+    crash_embedded(home.settings)
+    restart_embedded(home.settings)
+    queries = FIXTURES / "queries" / "migration.jsonl"
+    for argv in (["search", "Romans 8:28", "--index", exposed], ["eval", str(queries), "--index", exposed]):
+        capsys.readouterr()
+        assert cli(argv) == 2, argv
+        assert capsys.readouterr().err.strip() == f"lectio {argv[0]}: index version {exposed} is unavailable"
+    with home.connect() as conn:
+        assert versions.get_version(conn, exposed).status == "revoked"
+        assert versions.live_version(conn) == second.index["version"]
 
     # Prune may drop it, rollback target or not.
     capsys.readouterr()

