@@ -92,6 +92,15 @@ def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
     return f"source {source.id!r}: {problem}", metadata
 
 
+def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, str | None]:
+    """What one observation of source_inputs records. In a source's run, that source's fingerprint
+    alone: raw_texts needs only its own, and every source's, in each of N runs, cost O(N) per run
+    and wrote N events each time (O(N²) over a `lectio run`). Every source's in the UI's Observe."""
+    if context.has_partition_key:
+        return registry.input_fingerprints_of(corpus.sources_path, corpus.corpus_path, [context.partition_key], model)
+    return registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, model)
+
+
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     with known_notices():
         observable = observable_source_asset(
@@ -102,8 +111,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
             "materializations there, and this asset is only ever observed; its data versions are on this page.")
 
     @observable
-    def source_inputs(corpus: CorpusResource, embedder: EmbedderResource):
-        prints = registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
+    def source_inputs(context, corpus: CorpusResource, embedder: EmbedderResource):
+        prints = _observed_prints(context, corpus, embedder.model_id)
         with known_notices():
             return DataVersionsByPartition({k: DataVersion(v) for k, v in prints.items() if v})
 

@@ -11,10 +11,13 @@ the last one win; YAML anchors and aliases are refused before anything is built 
 
 from __future__ import annotations
 
+import copy
 import datetime
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -107,19 +110,52 @@ def read_entries(sources_file: Path) -> list[dict[str, Any]]:
     """The raw entries of a sources file, each with an `id` (positional when it has none). An
     entry that cannot be built (a key written twice, a date that is none) comes back as its id,
     its ACL where readable, and `_problem`, for parse_entry to fail it alone."""
-    text = _read_text(sources_file)
+    return [copy.deepcopy(entry) for entry in _parsed(sources_file).entries]
+
+
+def read_entry(sources_file: Path, source_id: str) -> dict[str, Any] | None:
+    """The first entry of the file with this id, as read_entries gives it; None when none has it.
+    A run reads its one source's entry this way: the whole file is parsed once per content, not
+    once per source (a run over N sources parsed it N times, O(N²) in all)."""
+    parsed = _parsed(sources_file)
+    position = parsed.positions.get(source_id)
+    return None if position is None else copy.deepcopy(parsed.entries[position])
+
+
+@dataclass(frozen=True)
+class _Entries:
+    entries: tuple[dict[str, Any], ...]
+    positions: dict[str, int]  # id → the position of its first entry
+
+
+def _parsed(sources_file: Path) -> _Entries:
+    """The file's entries, parsed again only when its text changed: the text is read every time
+    (an edit between two reads is seen) and is the cache's key with the path the errors name."""
+    return _parse_text(str(sources_file), _read_text(sources_file))
+
+
+@lru_cache(maxsize=8)
+def _parse_text(sources_file: str, text: str) -> _Entries:
+    # Cached values are shared: read_entries and read_entry hand out copies only.
+    entries = tuple(_named(entry, position) for position, entry in enumerate(_entries(sources_file, text), start=1))
+    positions: dict[str, int] = {}
+    for position, entry in enumerate(entries):
+        positions.setdefault(entry["id"], position)
+    return _Entries(entries, positions)
+
+
+def _entries(sources_file: str, text: str) -> list[Any]:
     try:
         loader = _SourcesLoader(text)  # a raw control character is refused here already
         try:
             nodes = _entry_nodes(sources_file, loader)
-            entries = [_constructed(loader, node, text) for node in nodes]
+            return [_constructed(loader, node, text) for node in nodes]
         finally:
             loader.dispose()
     except _Refused as exc:
         raise SourceError("*", f"sources file {sources_file}: {exc}") from None
     except yaml.YAMLError as exc:
         raise SourceError("*", f"sources file {sources_file} is not valid YAML: {_yaml_problem(exc, text)}") from None
-    return [_named(entry, position) for position, entry in enumerate(entries, start=1)]
 
 
 class _Refused(yaml.YAMLError):
@@ -342,8 +378,8 @@ def _unique_entries(sources_file: Path) -> list[dict[str, Any]]:
     """The file's entries, refused whole when two share an id: which of the two is meant is
     unknowable, and the file decides who may see what an index holds."""
     entries = read_entries(sources_file)
-    ids = [e["id"] for e in entries]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    # Counted once: `ids.count` for every id was quadratic in the number of sources.
+    duplicates = sorted(i for i, n in Counter(e["id"] for e in entries).items() if n > 1)
     if duplicates:
         raise SourceError(duplicates[0], f"id is used by more than one source in {sources_file}")
     return entries
@@ -453,10 +489,10 @@ def _corpus_dir() -> Path:
 
 
 def load_source(sources_file: Path, source_id: str, corpus_dir: Path | None = None) -> Source:
-    for entry in read_entries(sources_file):
-        if entry["id"] == source_id:
-            return parse_entry(entry, Path(sources_file).resolve().parent, corpus_dir)
-    raise SourceError(source_id, f"is not in {sources_file}")
+    entry = read_entry(sources_file, source_id)
+    if entry is None:
+        raise SourceError(source_id, f"is not in {sources_file}")
+    return parse_entry(entry, Path(sources_file).resolve().parent, corpus_dir)
 
 
 def load_sources(sources_file: Path, corpus_dir: Path | None = None) -> dict[str, Source | SourceError]:

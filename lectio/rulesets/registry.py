@@ -26,7 +26,7 @@ from lectio.rulesets.westminster import WESTMINSTER
 from lectio.embedding.model import model_id
 from lectio.readers.changes import input_fingerprint
 from lectio.readers.raw import RawText
-from lectio.sources import Source, SourceError, load_source, parse_entry, read_entries
+from lectio.sources import Source, SourceError, load_source, parse_entry, read_entries, read_entry
 
 
 @dataclass(frozen=True)
@@ -70,15 +70,27 @@ def input_fingerprints(sources_file: Path, corpus_dir: Path, model: str | None =
     embedder that will embed them; the configured one when None). A rule change moves only the
     fingerprints of the sources that ruleset chunks. None where the source's data is not on this
     machine yet."""
-    model, base = model or model_id(), Path(sources_file).resolve().parent
-    prints: dict[str, str | None] = {}
-    for entry in read_entries(sources_file):
-        try:
-            ruleset = format_of(parse_entry(entry, base)).ruleset
-        except SourceError:
-            ruleset = ""  # still a fingerprint: editing the entry should run it, to fail with its error
-        prints[entry["id"]] = input_fingerprint(entry, sources_file, corpus_dir, ruleset, model)
-    return prints
+    model = model or model_id()
+    return {entry["id"]: _entry_fingerprint(entry, sources_file, corpus_dir, model)
+            for entry in read_entries(sources_file)}
+
+
+def input_fingerprints_of(sources_file: Path, corpus_dir: Path, source_ids: list[str],
+                          model: str | None = None) -> dict[str, str | None]:
+    """input_fingerprints for these sources alone (an id the file lacks has none): one source's
+    run fingerprints its own inputs, not every source's (O(N) per run, O(N²) over a run of N)."""
+    model = model or model_id()
+    entries = {sid: read_entry(sources_file, sid) for sid in source_ids}
+    return {sid: _entry_fingerprint(entry, sources_file, corpus_dir, model) for sid, entry in entries.items()
+            if entry is not None}
+
+
+def _entry_fingerprint(entry: dict, sources_file: Path, corpus_dir: Path, model: str) -> str | None:
+    try:
+        ruleset = format_of(parse_entry(entry, Path(sources_file).resolve().parent)).ruleset
+    except SourceError:
+        ruleset = ""  # still a fingerprint: editing the entry should run it, to fail with its error
+    return input_fingerprint(entry, sources_file, corpus_dir, ruleset, model)
 
 
 @dataclass(frozen=True)
@@ -110,12 +122,11 @@ def source_and_inputs(sources_file: Path, corpus_dir: Path, source_id: str,
     format's own word) and its input fingerprint (as input_fingerprints gives it; None where its
     data is not on this machine yet). A SourceError naming the source and, where one is at
     fault, the entry's field."""
-    for entry in read_entries(sources_file):
-        if entry["id"] == source_id:
-            source = parse_entry(entry, Path(sources_file).resolve().parent)
-            ruleset = format_of(source).ruleset
-            return source, input_fingerprint(entry, sources_file, corpus_dir, ruleset, model or model_id())
-    raise SourceError(source_id, f"is not in {sources_file}")
+    entry = read_entry(sources_file, source_id)
+    if entry is None:
+        raise SourceError(source_id, f"is not in {sources_file}")
+    source = parse_entry(entry, Path(sources_file).resolve().parent)
+    return source, input_fingerprint(entry, sources_file, corpus_dir, format_of(source).ruleset, model or model_id())
 
 
 def read_source(source: Source, corpus_dir: Path) -> RawText:
