@@ -28,6 +28,22 @@ def prepare_dagster_env(settings: Settings, db: Database) -> dict[str, str]:
     return env
 
 
+# A pooled storage connection: recycled after an hour, as the webserver's; no statement timeout,
+# as the storage's own default engine has none.
+POOL_RECYCLE_S, POOL_OVERFLOW = 3600, 4
+
+
+def executing_instance() -> DagsterInstance:
+    """The instance a lectio process executes its own runs against, its storage holding a pooled
+    connection. Dagster's PostgreSQL storage opens a connection for every call by default (none
+    kept, so a long-lived UI process does not accumulate them); a `lectio run` makes thousands of
+    calls, each run's events one by one, and connecting was a quarter of a run over 30 one-paragraph
+    sources (7,000 connections). The webserver's setting is the one Dagster offers for this."""
+    instance = DagsterInstance.get()
+    instance.optimize_for_webserver(statement_timeout=0, pool_recycle=POOL_RECYCLE_S, max_overflow=POOL_OVERFLOW)
+    return instance
+
+
 def _prepare_pools() -> None:
     """lectio's pools given dagster.yaml's default limit now, not at the first dequeue: Dagster
     1.13's run queue reads the configured pools before it sets a new one to the default, so its

@@ -40,7 +40,7 @@ from pipelines.observations import source_observations
 from pipelines.definitions import build_definitions
 from assets.names import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
 from pipelines.migration import EvaluationConfig, GateConfig
-from pipelines.home import prepare_dagster_env
+from pipelines.home import executing_instance, prepare_dagster_env
 from assets.outcomes import root_cause
 from pipelines.run_owners import owner_tags, ui_origin
 
@@ -142,7 +142,7 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     db = ensure_database(settings)
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
-    instance = DagsterInstance.get()
+    instance = executing_instance()
     outcomes = _ingest_sources(defs, instance, settings, echo, tags, stopped)
     failed = [o.source_id for o in outcomes if not o.ok]
     expected = {o.source_id: str(o.facts.get("chunks", {}).get("fingerprint", "")) for o in outcomes if o.ok}
@@ -417,7 +417,7 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
     echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
     defs = build_definitions(settings.sources_file)
     gate_run = {LAUNCHED_BY_TAG: "lectio migrate"}
-    result = _execute(defs, GATE_JOB, DagsterInstance.get(), gate_run, run_config=_run_config(
+    result = _execute(defs, GATE_JOB, executing_instance(), gate_run, run_config=_run_config(
         index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
         live_index=GateConfig(tolerances=tolerances, keep=keep),
     ))
