@@ -39,6 +39,8 @@ from resources import CorpusResource, DatabaseResource, EmbedderResource
 OWNERS = ["team:platform"]
 
 SOURCE_INPUTS = "source_inputs"
+# An observable source asset takes no `kinds`; Dagster reads an asset's kinds from these tags.
+KIND_TAGS = {"dagster/kind/python": ""}
 # raw_texts' metadata: the input fingerprint it was read from, recorded by every run (the UI's,
 # a sensor's, `lectio run`'s), so `lectio run` can tell an unchanged source from the data alone.
 INPUTS_KEY = "inputs"
@@ -104,7 +106,7 @@ def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, s
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     with known_notices():
         observable = observable_source_asset(
-            name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest",
+            name=SOURCE_INPUTS, partitions_def=partitions_def, group_name="ingest", tags=KIND_TAGS,
             description="What each source is ingested from (its entry, files, ruleset version and the model), one "
             "data version per source; a new one marks that source's raw_texts stale. Observed by `lectio run`, the "
             "source_changes sensor, or Observe here. Its partitions read \"0% filled\" whatever their state: Dagster counts "

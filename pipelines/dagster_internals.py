@@ -22,5 +22,9 @@ from dagster._core.storage.local_compute_log_manager import LocalComputeLogManag
 # word the line it logs for a missing partition (pipelines.definitions): exported privately only.
 from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager  # noqa: F401
 
+# An observable source asset as the assets definition Dagster makes of it, which takes owners
+# (observable_source_asset takes none).
+from dagster._core.definitions.external_asset import create_external_asset_from_source_asset  # noqa: F401
+
 # The logger Dagster's step planner writes to (its name is all lectio uses of it).
 ACTIVE_PLAN_LOGGER = "dagster._core.execution.plan.active"

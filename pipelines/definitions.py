@@ -10,6 +10,7 @@ from dagster import (
     ExecutorDefinition,
     ResourceDefinition,
     IOManagerDefinition,
+    SourceAsset,
     StaticPartitionsDefinition,
     define_asset_job,
     in_process_executor,
@@ -17,11 +18,11 @@ from dagster import (
 
 from assets import build_index_assets, build_source_assets, build_training_assets
 from assets.checks import build_asset_checks
-from assets.source_assets import SOURCE_INPUTS
+from assets.source_assets import OWNERS, SOURCE_INPUTS
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
-from pipelines.dagster_internals import PickledObjectFilesystemIOManager
+from pipelines.dagster_internals import PickledObjectFilesystemIOManager, create_external_asset_from_source_asset
 from pipelines.migration import build_migration_assets, build_migration_jobs
 from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -68,6 +69,14 @@ def _fixed(resource) -> ResourceDefinition:
                               description=type(resource).__doc__)
 
 
+def _owned(asset):
+    """An observed source asset given the owners the materialized ones declare themselves."""
+    if not isinstance(asset, SourceAsset):
+        return asset
+    return create_external_asset_from_source_asset(asset).map_asset_specs(
+        lambda spec: spec.replace_attributes(owners=OWNERS))
+
+
 # One source's ingest runs in one process, wherever it is launched (UI, daemon, `lectio run`):
 # its steps follow each other, so the multiprocess executor's process per step bought nothing
 # and cost each step a fresh Python importing Dagster, pandas and torch and loading the model
@@ -80,7 +89,7 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     settings = load_settings()
     sources_file = Path(sources_file or settings.sources_file).resolve()
     partitions = StaticPartitionsDefinition(source_ids(sources_file))
-    source_assets = build_source_assets(partitions)
+    source_assets = [_owned(a) for a in build_source_assets(partitions)]
     index_assets = build_index_assets(partitions)
     migration_assets = build_migration_assets(partitions)
     training_assets = build_training_assets()

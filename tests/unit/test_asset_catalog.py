@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dagster import AssetKey
 
 from assets.source_assets import OWNERS, SOURCE_INPUTS
 from pipelines.definitions import build_definitions
@@ -27,6 +28,11 @@ def test_every_materialized_asset_has_kinds_and_owners(graph):
         assert node.kinds, f"{key.to_user_string()} has no kinds"
         assert list(node.owners) == OWNERS, key.to_user_string()
     assert SOURCE_INPUTS not in {key.to_user_string() for key in materialized}
+
+
+def test_the_observed_source_asset_has_a_kind_and_owners_like_the_others(graph):
+    node = graph.get(AssetKey(SOURCE_INPUTS))
+    assert node.is_observable and node.kinds == {"python"} and list(node.owners) == OWNERS
 
 
 def test_a_build_that_reuses_an_older_version_says_so_rather_than_looking_like_a_rollback():
