@@ -100,6 +100,30 @@ def own_home(prefix: str, write_sources: Callable[..., str] | None = None, files
             shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def dagster_state_storage_restored(request):
+    """Each test leaves Dagster's current definitions-state storage as it found it. An instance
+    entered and never exited (a Dagster context built without `with` enters one when asked for its
+    instance) leaves that storage current; once the instance was collected, every later test that
+    loaded definitions failed with "Attempted to resolve undefined DagsterInstance weakref" (24 of
+    them in one run of the suite, depending on when the collector ran). A test that leaves it is named."""
+    import warnings
+
+    from tests.dagster_internals import current_defs_state_storage
+
+    def gone(storage) -> bool:
+        weak = getattr(storage, "_instance_weakref", None)
+        return weak is not None and weak() is None
+
+    before = current_defs_state_storage.get()
+    if before is not None and gone(before):  # left by a fixture: its instance is gone since
+        current_defs_state_storage.set(before := None)
+    yield
+    if current_defs_state_storage.get() is not before:
+        warnings.warn(f"{request.node.nodeid} left Dagster's definitions-state storage set; restored")
+        current_defs_state_storage.set(before)
+
+
 @pytest.fixture(scope="session")
 def home_factory() -> Callable[..., ContextManager[Home]]:
     """own_home, for a module whose tests switch or revoke versions and so need a home (and

@@ -24,6 +24,9 @@ from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget, WorkspaceFileTarget
+# The definitions-state storage of the instance last entered: Dagster reads it whenever definitions
+# load, and a context entered and never closed leaves it naming an instance that is gone.
+from dagster._core.storage.defs_state.base import _current_storage as current_defs_state_storage  # noqa: F401
 
 
 def check_status(instance: DagsterInstance, check_key: AssetCheckKey, partition: str) -> tuple[str, str]:
