@@ -28,7 +28,7 @@ from dagster import (
 from pipelines.dagster_internals import ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG
 
 from lectio.evaluation import migration_gate
-from lectio.index import locks, retention
+from lectio.index import locks, retention, schema, versions
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
@@ -140,6 +140,9 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
               tags: dict[str, str], stopped: Callable[[], bool]) -> MainRunReport:
     started = time.monotonic()
     db = ensure_database(settings)
+    with db.connect() as conn:
+        schema.ensure_schema(conn)
+        versions.home_follows_live(conn, settings.home)
     prepare_dagster_env(settings, db)
     defs = build_definitions(settings.sources_file)
     instance = executing_instance()

@@ -133,6 +133,17 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
     follow_live(status[1].partition("@")[0])
 
 
+def home_follows_live(conn: psycopg.Connection, home: Path | None = None) -> None:
+    """The home's model made the live version's again, as switch_live records it once its switch
+    has committed: a process killed between the two left the home embedding with the previous
+    model, and its next run would have built, and switched to, a version of that model (undoing
+    the migration or the rollback). Each run calls this before it takes its model."""
+    live = live_version(conn)
+    info = get_version(conn, live) if live else None
+    if info is not None:
+        follow_live(info.model_id.partition("@")[0], home)
+
+
 def revoked_reason(conn: psycopg.Connection, version: str) -> str:
     row = conn.execute("SELECT revoked_reason FROM index_versions WHERE version = %s", (version,)).fetchone()
     return (row[0] if row else None) or "revoked"
