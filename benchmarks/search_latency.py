@@ -54,8 +54,8 @@ from lectio.retrieval.hits import hits_by_id
 from lectio.retrieval.candidates import fuse, vector_candidates, weigh_prominence
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import (DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest,
-                                     expansion_words, search)
+from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 
@@ -218,7 +218,8 @@ def bm25_three_ways(conn, version, mirrored, queries: list[str], config: SearchC
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions = filters.conditions(DEFAULT_TRANSLATION)
     rows = lexical.Rows(conn, version.table_name, where, params, version.layout)
-    indexes = {"mirror": lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus),
+    indexes = {"mirror": lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus,
+                                             mirrored.sets(filters.principals)),
                "postings": lexical.PostingsIndex(rows, where), "scan": lexical.ScanIndex(rows)}
     times = {"mirror": [], "postings": [], "scan": []}
     found = {"mirror": [], "postings": []}
@@ -277,7 +278,8 @@ def stages(conn, version, mirrored, queries: list[str], embedder, config: Search
     where, params = filters.where(DEFAULT_TRANSLATION)
     conditions, table = filters.conditions(DEFAULT_TRANSLATION), version.table_name
     rows = lexical.Rows(conn, table, where, params, version.layout)
-    in_mirror, in_postings = lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus), \
+    in_mirror, in_postings = lexical.MirrorIndex(rows, mirrored, mirrored.mask(conditions), filters.corpus,
+                                             mirrored.sets(filters.principals)), \
         lexical.PostingsIndex(rows, where)
     times: dict[str, list[float]] = {}
 

@@ -7,8 +7,12 @@ $LECTIO_HOME/mirrors/<version>/ as .npy files, memory-mapped and loaded once per
 hold, for every word, the chunks that hold it and how often (the term frequency the chunk's
 tsvector gives: the number of its positions), each chunk's length in words, and the document
 frequencies of the version's lexicon: the same numbers the SQL scoring reads, so the scores are
-the same. Beside them, each pericope's title words (the words the SQL title match reads), so
-titles are matched here too, and each scripture chunk's citation count (its most cited verse's,
+the same. Postings are grouped by the chunks' ACL first and by word within it, and a search reads
+only the groups of ACLs its caller shares a principal with: its work then depends on nothing the
+caller may not see, so a word only private chunks hold costs an outsider's search exactly what a
+word no chunk holds costs, and the time the mirror takes tells nothing of private words. Beside
+them, each pericope's title words (the words the SQL title match reads), so titles are matched
+here too, and each scripture chunk's citation count (its most cited verse's,
 lectio.index.citations: public chunks' citations only), so the citation prior needs no query. A
 mirror also knows each chunk's ACL and the columns of the usual filters, so it can narrow to what
 a caller may see before ranking; it only proposes chunk ids.
@@ -47,13 +51,17 @@ from lectio.settings import load_settings
 
 log = logging.getLogger(__name__)
 # Bump when the files change, so an older mirror is built again rather than misread.
-FORMAT = 3
+FORMAT = 4
 # Filter columns a mirror holds besides the ACL: a condition on any other sends the search to SQL.
 # tradition and tier are a commentary's, read from the chunk's metadata as the filters read them.
 COLUMNS = {"kind": "kind", "translation": "translation", "testament": "testament", "genre": "genre",
            "tradition": "metadata ->> 'tradition'", "tier": "metadata ->> 'tier'"}
-_ARRAYS = ("offsets", "postings", "tf", "length", "ndoc", "acl", "title_offsets", "title_postings", "title_length",
-           "cited", *COLUMNS)
+# Each inverted index ("" for the words, "title_" for pericope titles) is a table of runs: run j
+# holds postings run_starts[j]:run_starts[j + 1] of word run_words[j], and the runs of ACL set s
+# (a code into the manifest's acl_sets) are set_runs[s]:set_runs[s + 1], ascending by word.
+_RUNS = ("run_words", "run_starts", "set_runs")
+_ARRAYS = ("postings", "tf", *_RUNS, "length", "ndoc", "acl", "title_postings",
+           *(f"title_{name}" for name in _RUNS), "title_length", "cited", *COLUMNS)
 # Masks kept per mirror (one per set of principals and filters seen, 133 KB each on the full
 # corpus): past this many the oldest are dropped.
 _MASKS_KEPT = 64
@@ -171,7 +179,7 @@ def build(conn: psycopg.Connection, info, home: Path) -> Path:
     so a reader never meets half a mirror."""
     chunks, words, ndoc, titles = _read(conn, info)
     arrays, manifest = _arrays(chunks, words, ndoc)
-    arrays.update(_title_arrays(titles, len(chunks), manifest))
+    arrays.update(_title_arrays(titles, arrays["acl"], manifest))
     # The prior's own query, once for every chunk, so its counts are the ones SQL would give.
     cited = citations.most_cited(conn, info.table_name, manifest["chunk_ids"], info.layout)
     arrays["cited"] = np.array([cited.get(chunk_id, 0) for chunk_id in manifest["chunk_ids"]], dtype=np.int32)
@@ -257,22 +265,22 @@ def _copy_csv(conn: psycopg.Connection, statement: sql.Composable) -> pd.DataFra
 
 
 def _arrays(chunks: list[tuple], words: pd.DataFrame, ndoc: dict[str, int]) -> tuple[dict, dict]:
-    """The postings grouped by word (a word's run is offsets[w]:offsets[w + 1]), and the chunk
-    columns as codes into the manifest's lists of values (-1 for NULL)."""
+    """The postings in runs by ACL set and word (runs()), and the chunk columns as codes into the
+    manifest's lists of values (-1 for NULL)."""
+    acl_sets = sorted({tuple(row[2] or ()) for row in chunks})
+    acl = _codes([tuple(row[2] or ()) for row in chunks], acl_sets)
     codes, vocabulary = pd.factorize(words["word"])
-    order = np.lexsort((words["chunk"].to_numpy(), codes))
-    offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum(np.bincount(codes, minlength=len(vocabulary)))
+    chunk = words["chunk"].to_numpy()
+    order, table = runs(acl[chunk], codes, chunk, len(acl_sets))
     arrays = {
-        "offsets": offsets,
-        "postings": words["chunk"].to_numpy()[order].astype(np.int32),
+        "postings": chunk[order].astype(np.int32),
         "tf": words["tf"].to_numpy()[order].astype(np.int32),
+        **table,
         "length": np.array([row[1] for row in chunks], dtype=np.int32),
         # A word no public chunk holds is missing from the lexicon; SQL counts it as in one chunk.
         "ndoc": np.array([ndoc.get(word, 1) for word in vocabulary], dtype=np.int64),
+        "acl": acl,
     }
-    acl_sets = sorted({tuple(row[2] or ()) for row in chunks})
-    arrays["acl"] = _codes([tuple(row[2] or ()) for row in chunks], acl_sets)
     values = {}
     for position, name in enumerate(COLUMNS, start=3):
         column = [row[position] for row in chunks]
@@ -283,20 +291,32 @@ def _arrays(chunks: list[tuple], words: pd.DataFrame, ndoc: dict[str, int]) -> t
     return arrays, manifest
 
 
-def _title_arrays(titles: list[tuple], n: int, manifest: dict) -> dict:
-    """Each title word's pericopes (a word's run is title_offsets[w]:title_offsets[w + 1]) and each
-    chunk's count of distinct title words (0 for all but pericopes); the words go in the manifest."""
+def _title_arrays(titles: list[tuple], acl: np.ndarray, manifest: dict) -> dict:
+    """Each title word's pericopes in runs by ACL set and word (runs()), and each chunk's count of
+    distinct title words (0 for all but pericopes); the words go in the manifest."""
     vocabulary: dict[str, int] = {}
-    pairs = [(vocabulary.setdefault(word, len(vocabulary)), i) for i, words in titles for word in set(words or ())]
-    pairs.sort()
-    offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum(np.bincount([w for w, _ in pairs], minlength=len(vocabulary)))
-    length = np.zeros(n, dtype=np.int32)
+    pairs = np.array([(vocabulary.setdefault(word, len(vocabulary)), i) for i, words in titles
+                      for word in set(words or ())], dtype=np.int64).reshape(-1, 2)
+    order, table = runs(acl[pairs[:, 1]], pairs[:, 0], pairs[:, 1], len(manifest["acl_sets"]))
+    length = np.zeros(len(acl), dtype=np.int32)
     for i, words in titles:
         length[i] = len(set(words or ()))
     manifest["title_words"] = list(vocabulary)
-    return {"title_offsets": offsets, "title_postings": np.array([i for _, i in pairs], dtype=np.int32),
-            "title_length": length}
+    return {"title_postings": pairs[order, 1].astype(np.int32), "title_length": length,
+            **{f"title_{name}": array for name, array in table.items()}}
+
+
+def runs(sets: np.ndarray, words: np.ndarray, chunks: np.ndarray, set_count: int) -> tuple[np.ndarray, dict]:
+    """The order that groups postings (each posting's ACL set, word and chunk) by set, then word,
+    chunks ascending within; and the table of their runs (_RUNS)."""
+    order = np.lexsort((chunks, words, sets))
+    by_set, by_word = sets[order], words[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (by_set[1:] != by_set[:-1]) | (by_word[1:] != by_word[:-1])
+    starts = np.flatnonzero(first)
+    return order, {"run_words": by_word[starts].astype(np.int32),
+                   "run_starts": np.append(starts, len(order)).astype(np.int64),
+                   "set_runs": np.searchsorted(by_set[starts], np.arange(set_count + 1)).astype(np.int64)}
 
 
 def _codes(column: list, values: list) -> np.ndarray:
@@ -338,18 +358,31 @@ class Mirror:
         if self.manifest.get("rows") != chunks:
             raise ValueError(f"manifest.json lists {chunks} chunks for a version of {self.manifest.get('rows')} rows")
         self._check_shapes(chunks)
-        for offsets, runs in (("offsets", ("postings", "tf")), ("title_offsets", ("title_postings",))):
-            ends = self.arrays[offsets]
-            if ends[0] != 0 or np.any(np.diff(ends) < 0):
-                raise ValueError(f"{offsets}.npy does not rise from 0")
-            for name in runs:
-                if len(self.arrays[name]) != ends[-1]:
-                    raise ValueError(f"{name}.npy holds {len(self.arrays[name])} values, not {ends[-1]}")
+        for prefix, held in (("", ("postings", "tf")), ("title_", ("title_postings",))):
+            self._check_runs(prefix, held)
         self._check_bounds(chunks)
 
+    def _check_runs(self, prefix: str, held: tuple[str, ...]) -> None:
+        words, starts, bounds = (self.arrays[prefix + name] for name in _RUNS)
+        for name, array, end in ((f"{prefix}run_starts", starts, len(self.arrays[held[0]])),
+                                 (f"{prefix}set_runs", bounds, len(words))):
+            if len(array) == 0 or array[0] != 0 or array[-1] != end or np.any(np.diff(array) < 0):
+                raise ValueError(f"{name}.npy does not rise from 0 to {end}")
+        if len(starts) != len(words) + 1:
+            raise ValueError(f"{prefix}run_starts.npy holds {len(starts)} values, not {len(words) + 1}")
+        for name in held[1:]:
+            if len(self.arrays[name]) != len(self.arrays[held[0]]):
+                raise ValueError(f"{name}.npy holds {len(self.arrays[name])} values, not {len(self.arrays[held[0]])}")
+        # Within a set the words ascend (a search finds them by bisection); the next set starts again.
+        rising = np.diff(words.astype(np.int64)) > 0
+        restarts = bounds[1:-1][(bounds[1:-1] > 0) & (bounds[1:-1] < len(words))] - 1
+        rising[restarts] = True
+        if not rising.all():
+            raise ValueError(f"{prefix}run_words.npy does not ascend within each ACL set")
+
     def _check_shapes(self, chunks: int) -> None:
-        expected = {"offsets": len(self.words) + 1, "ndoc": len(self.words),
-                    "title_offsets": len(self.title_words) + 1, "length": chunks, "acl": chunks,
+        sets = len(self.manifest["acl_sets"]) + 1
+        expected = {"ndoc": len(self.words), "set_runs": sets, "title_set_runs": sets, "length": chunks, "acl": chunks,
                     "title_length": chunks, "cited": chunks, **{name: chunks for name in COLUMNS}}
         for name in _ARRAYS:
             array = self.arrays[name]
@@ -361,6 +394,7 @@ class Mirror:
     def _check_bounds(self, chunks: int) -> None:
         # (lowest, past the highest) value each may hold; None: no upper bound.
         bounds = {"postings": (0, chunks), "title_postings": (0, chunks), "tf": (1, None), "ndoc": (1, None),
+                  "run_words": (0, len(self.words)), "title_run_words": (0, len(self.title_words)),
                   "acl": (0, len(self.manifest["acl_sets"])),
                   **{name: (-1, len(self.manifest["values"][name])) for name in COLUMNS}}
         for name, (low, high) in bounds.items():
@@ -391,8 +425,13 @@ class Mirror:
         return self._masks[key]
 
     def _acl(self, principals) -> np.ndarray:
-        shared = [code for code, acl in enumerate(self.manifest["acl_sets"]) if set(acl) & set(principals)]
-        return np.isin(self.arrays["acl"], shared)
+        return np.isin(self.arrays["acl"], self.sets(principals))
+
+    def sets(self, principals) -> np.ndarray:
+        """The ACL sets (codes into the manifest's acl_sets) that share a principal with `principals`:
+        the only postings a search by them reads."""
+        return np.array([code for code, acl in enumerate(self.manifest["acl_sets"]) if set(acl) & set(principals)],
+                        dtype=np.int64)
 
     def _test(self, column: str, test: str, value) -> np.ndarray | None:
         if column not in COLUMNS or test not in ("=", "<>", "null-or-="):
@@ -405,35 +444,51 @@ class Mirror:
             return (codes != code) & (codes != -1)
         return (codes == -1) | (codes == code)
 
-    def scores(self, weights: dict[str, float], k1: float, b: float, n: float, avgdl: float) -> "Scored":
-        """Every chunk that holds a query word, with its BM25: `weights` maps each query word to its
-        weight. Only the query words' postings are read, so a search's work grows with them, not
-        with the version's rows. The arithmetic is the SQL scoring's (lectio.retrieval.lexical),
+    def scores(self, weights: dict[str, float], k1: float, b: float, n: float, avgdl: float,
+               sets: np.ndarray) -> "Scored":
+        """Every chunk of the ACL `sets` (Mirror.sets) that holds a query word, with its BM25:
+        `weights` maps each query word to its weight. Only the query words' postings in those sets
+        are read, so a search's work grows with them, not with the version's rows. The arithmetic is the SQL scoring's (lectio.retrieval.lexical),
         both lectio.index.bm25's terms, operation for operation in float64; each chunk's words are
         summed in the order its tsvector lists them (bytewise). PostgreSQL sums them in whatever
         order its plan reads them, so a sum may differ in its last bits, and chunks whose scores
         differ only so may swap places."""
         norm = self._norm(k1, b, avgdl)
-        offsets, postings, tf_all, ndoc = (self.arrays[name] for name in ("offsets", "postings", "tf", "ndoc"))
+        postings, tf_all, ndoc = (self.arrays[name] for name in ("postings", "tf", "ndoc"))
+        ordered = sorted(weights, key=lambda w: w.encode())
+        ids = [self.words.get(word, -1) for word in ordered]
         runs, terms = [], []
-        for word in sorted(weights, key=lambda w: w.encode()):
-            w = self.words.get(word)
-            if w is None:
-                continue
-            rows = postings[offsets[w]:offsets[w + 1]]
-            tf = tf_all[offsets[w]:offsets[w + 1]].astype(np.float64)
+        for k, start, end in self._reach("", ids, sets):
+            rows = postings[start:end]
+            tf = tf_all[start:end].astype(np.float64)
             runs.append(rows)
-            terms.append(bm25.saturation(tf, norm[rows], k1, weights[word] * bm25.idf(n, int(ndoc[w]))))
+            terms.append(bm25.saturation(tf, norm[rows], k1, weights[ordered[k]] * bm25.idf(n, int(ndoc[ids[k]]))))
         return _summed(runs, terms, len(self.chunk_ids))
 
-    def titles(self, query_words: set[str], query_share: float) -> "Scored":
+    def _reach(self, prefix: str, ids: list[int], sets: np.ndarray) -> list[tuple[int, int, int]]:
+        """(k, start, end) for each run of word ids[k] in `sets`, in the order of `ids` (so each
+        chunk's words are summed in that order: a chunk is in one set). A word the mirror lacks is
+        -1, and is looked for like any other: what a search does follows only the sets it reads."""
+        words, starts, bounds = (self.arrays[prefix + name] for name in _RUNS)
+        wanted = np.asarray(ids, dtype=np.int64)
+        found = []
+        for s in sets:
+            low, high = int(bounds[s]), int(bounds[s + 1])
+            if low == high:
+                continue
+            at = low + np.searchsorted(words[low:high], wanted)
+            hit = np.flatnonzero((at < high) & (words[np.minimum(at, high - 1)] == wanted))
+            found += [(int(k), int(starts[at[k]]), int(starts[at[k] + 1])) for k in hit]
+        return sorted(found, key=lambda run: run[0])
+
+    def titles(self, query_words: set[str], query_share: float, sets: np.ndarray) -> "Scored":
         """The pericopes whose titles match, with their title scores: the SQL title match's
         (lectio.retrieval.lexical) arithmetic in float64. A pericope matches when at least half its
         title's words are query words and they are at least `query_share` of the query's; it
         scores the product of the two shares."""
-        offsets, postings = self.arrays["title_offsets"], self.arrays["title_postings"]
-        found = (self.title_words.get(word) for word in query_words)
-        runs = [postings[offsets[w]:offsets[w + 1]] for w in found if w is not None]
+        postings = self.arrays["title_postings"]
+        ids = [self.title_words.get(word, -1) for word in query_words]
+        runs = [postings[start:end] for _, start, end in self._reach("title_", ids, sets)]
         hit, shared = _summed(runs, [np.ones(len(run)) for run in runs], len(self.chunk_ids))
         of_title = shared / self.arrays["title_length"][hit]
         of_query = shared / len(query_words)

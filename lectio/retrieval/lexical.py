@@ -10,9 +10,9 @@ is chosen once per version and scope (choose()):
 - `ScanIndex`: SQL scoring every chunk that holds any query word (versions built before
   postings).
 
-The mirror holds every chunk, private ones too. It narrows to what the caller's principals and
-filters allow before ranking (so deep private matches do not crowd out the list), but it only
-proposes: the ids are read back on the caller's connection, as the reader role with the caller's
+The mirror holds every chunk, private ones too. It reads only the postings of chunks whose ACL
+shares a principal with the caller (so neither a private match nor the time spent on one reaches
+anyone else) and narrows to the caller's filters before ranking, but it only proposes: the ids are read back on the caller's connection, as the reader role with the caller's
 token and the search's WHERE clause, and whatever that read drops is replaced from further down
 the ranking. The SQL implementations read on the caller's connection throughout.
 
@@ -114,7 +114,7 @@ def choose(request: VersionRequest, translation: str | None, others: bool = Fals
     rows = Rows(conn, table_name, where, params, layout)
     eligible = mirrored.mask(scope.conditions(translation, others)) if mirrored is not None else None
     if eligible is not None:
-        return MirrorIndex(rows, mirrored, eligible, scope.corpus)
+        return MirrorIndex(rows, mirrored, eligible, scope.corpus, mirrored.sets(scope.principals))
     # Postings carry only the default filters' columns; anything narrower is checked on the chunk.
     return _in_sql(rows, where if scope.on_postings else None)
 
@@ -129,12 +129,14 @@ def _in_sql(rows: Rows, posting_filter: sql.Composable | None) -> LexicalIndex:
 @dataclass(frozen=True)
 class MirrorIndex:
     """The version's lexical mirror, narrowed to the chunks `eligible` marks; `corpus` is BM25's
-    N and mean document length, as the SQL scoring gets them."""
+    N and mean document length, as the SQL scoring gets them; `sets` the ACL sets the caller
+    shares a principal with (Mirror.sets), the only postings read."""
 
     rows: Rows
     mirrored: mirror.Mirror
     eligible: np.ndarray
     corpus: tuple[float, float]
+    sets: np.ndarray
 
     def words(self, query: str, extra: str, config: SearchConfig) -> list[tuple[str, float]]:
         return self.proposals(query, extra, config.with_settings({"titles.weight": 0.0})).words
@@ -149,7 +151,7 @@ class MirrorIndex:
         """Both in one read under row-level security."""
         words = self._weights(query, extra, config)
         scored = self.mirrored.scores({word: w for word, w, _ in words}, config.lexical.k1, config.lexical.b,
-                                      *self.corpus)
+                                      *self.corpus, self.sets)
         offers = [_Offer(scored.within(self.eligible), config.candidates)]
         own = {word for word, _, is_own in words if is_own}
         if config.titles.weight and own:
@@ -164,7 +166,7 @@ class MirrorIndex:
         return self.rows.conn.execute(_WORDS, {"query": query, "extra": extra, "ew": config.expansion.weight}).fetchall()
 
     def _titles(self, own: set[str], config: SearchConfig) -> "_Offer":
-        return _Offer(self.mirrored.titles(own, config.titles.query_share).within(self.eligible), config.candidates)
+        return _Offer(self.mirrored.titles(own, config.titles.query_share, self.sets).within(self.eligible), config.candidates)
 
 
 @dataclass

@@ -43,7 +43,8 @@ def both_ways(conn, info, found, principals, given, ask):
     with conn.transaction():
         security.act_as_reader(conn, principals)
         rows = lexical.Rows(conn, info.table_name, where, params, info.layout)
-        mirrored = lexical.MirrorIndex(rows, found, found.mask(filters.conditions(translation)), filters.corpus)
+        mirrored = lexical.MirrorIndex(rows, found, found.mask(filters.conditions(translation)), filters.corpus,
+                                       found.sets(principals))
         return ask(mirrored), ask(lexical.ScanIndex(rows))
 
 
@@ -90,12 +91,12 @@ def test_a_mirror_of_an_older_format_is_built_again_without_a_warning(conn, live
     manifest = found.path / "manifest.json"
     older = json.loads(manifest.read_text()) | {"format": mirror.FORMAT - 1}
     manifest.write_text(json.dumps(older))
-    (found.path / "title_offsets.npy").unlink()  # as a mirror from before titles lacks it
+    (found.path / "title_run_words.npy").unlink()  # as a mirror from before titles lacks it
     mirror.forget(settings.home, info.version)
     with caplog.at_level(logging.WARNING, logger=mirror.__name__):
         rebuilt = mirror.ensure(conn, info, settings.home)
     assert rebuilt is not None and rebuilt.manifest["format"] == mirror.FORMAT
-    assert (rebuilt.path / "title_offsets.npy").is_file()
+    assert (rebuilt.path / "title_run_words.npy").is_file()
     assert not caplog.records  # an expected rebuild, not damage
 
 
@@ -181,7 +182,7 @@ def test_the_lexical_index_is_chosen_once_by_mirror_rows_and_layout(live):
 def bobs_note_first(conn, info, found) -> str:
     """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3})}
-    first = found.chunk_ids[mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus), 1).positions[0]]
+    first = found.chunk_ids[mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus, every_set(found)), 1).positions[0]]
     assert first.startswith("notes-bob")
     return first
 
@@ -198,11 +199,46 @@ def test_a_private_chunk_the_mirror_ranks_first_reaches_no_one_else(conn, live, 
         assert bobs not in {r.chunk_id for r in results}
 
 
+def recording(array: np.ndarray, read: list) -> np.ndarray:
+    """`array`, noting in `read` every run a search slices from it."""
+    class Recording(np.ndarray):
+        def __getitem__(self, key):
+            found = super().__getitem__(key)
+            if isinstance(key, slice):
+                read.append(np.array(found))
+            return found
+    return np.asarray(array).view(Recording)
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+@pytest.mark.parametrize("principals", [("public",), ("public", "user:alice"), ("group:staff",)])
+def test_an_outsiders_search_reads_no_posting_of_a_chunk_it_may_not_see(conn, live, monkeypatch, mode, principals):
+    """How long a search takes must tell nothing of private words: a search for Bob's words by
+    anyone else reads the postings of what that caller may see, and never those of Bob's note,
+    so his words cost it what words no chunk holds would."""
+    info, found = live
+    bobs = [i for i, chunk_id in enumerate(found.chunk_ids) if chunk_id.startswith("notes-bob")]
+    read: list[np.ndarray] = []
+    monkeypatch.setitem(found.arrays, "postings", recording(found.arrays["postings"], read))
+    search(conn, SearchRequest(BOBS_WORDS, k=5, principals=principals, config=SearchConfig.from_options(mode=mode)))
+    chunks = np.concatenate(read)
+    assert bobs and len(chunks) and not np.isin(bobs, chunks).any()  # the query's public words read, Bob's never
+    assert np.isin(found.arrays["acl"][chunks], found.sets((*principals, "public"))).all()  # every caller is public too
+
+
 class Unmasked(mirror.Mirror):
     """A mirror whose ACLs are wrong (stale, or tampered with): it proposes every chunk to everyone."""
 
     def mask(self, conditions):
         return np.ones(len(self.chunk_ids), dtype=bool)
+
+    def sets(self, principals):
+        return every_set(self)
+
+
+def every_set(found: mirror.Mirror) -> np.ndarray:
+    """Every ACL set of the mirror: what it would read for a caller who shares every principal."""
+    return np.arange(len(found.manifest["acl_sets"]))
 
 
 @pytest.mark.parametrize("wanted", [1, 3, 100])
@@ -222,7 +258,7 @@ def test_a_first_read_that_rls_empties_reads_deeper(conn, live):
     info, found = live
     query = BOBS_WORDS + " propitiation wrath"  # Bob's note and one of Alice's lead
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": query, "extra": "", "ew": 0.3})}
-    leading = mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus), 2).positions
+    leading = mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus, every_set(found)), 2).positions
     assert all(found.chunk_ids[i].startswith("notes-") for i in leading)
     wrong = Unmasked(found.path, found.manifest, found.arrays, found.chunk_ids, found.words, found.title_words)
     mirrored, exhaustive = lexical_both_ways(conn, info, wrong, query, ("public",), Filters(),

@@ -148,10 +148,14 @@ def postings_past_the_last_chunk(path, found):
     replace_file(path / "postings.npy", np.asarray(found.arrays["postings"]) + len(found.chunk_ids))
 
 
-def offsets_that_do_not_add_up(path, found):
-    offsets = np.array(found.arrays["offsets"])
-    offsets[-1] += 5
-    replace_file(path / "offsets.npy", offsets)
+def runs_that_do_not_add_up(path, found):
+    starts = np.array(found.arrays["run_starts"])
+    starts[-1] += 5
+    replace_file(path / "run_starts.npy", starts)
+
+
+def run_words_out_of_order(path, found):
+    replace_file(path / "run_words.npy", np.array(found.arrays["run_words"])[::-1])
 
 
 def codes_past_their_values(path, found):
@@ -172,8 +176,9 @@ def a_truncated_file(path, found):
     (path / "tf.npy").write_bytes(data[: len(data) // 2])
 
 
-@pytest.mark.parametrize("damage", [lengths_cut_short, postings_past_the_last_chunk, offsets_that_do_not_add_up,
-                                    codes_past_their_values, a_chunk_missing_from_the_manifest, a_truncated_file])
+@pytest.mark.parametrize("damage", [lengths_cut_short, postings_past_the_last_chunk, runs_that_do_not_add_up,
+                                    run_words_out_of_order, codes_past_their_values, a_chunk_missing_from_the_manifest,
+                                    a_truncated_file])
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 def test_a_damaged_mirror_is_built_again_never_served(home, damage, mode, caplog):
     settings, version = home.settings, home.with_private
