@@ -26,7 +26,7 @@ from dagster import (
     asset,
 )
 
-from lectio.quality.distribution import histogram_markdown, histogram_png, size_distribution
+from lectio.quality.distribution import SUMMARY, detail_markdown, histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
@@ -89,9 +89,11 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         png = base64.b64encode(histogram_png(frame)).decode()
         context.add_output_metadata(
             {
-                # A table value is drawn as a table on the asset page; Markdown over 1,000
-                # characters (this table, the image) hides behind "[Show Markdown]".
-                "distribution": table_metadata(table),
+                # A table value is drawn as a table on the asset page, its columns few enough to fit
+                # there; Markdown over 1,000 characters (the detail, the image) hides behind
+                # "[Show Markdown]", which opens it in a wide dialog.
+                "distribution": table_metadata(table[SUMMARY]),
+                "distribution_detail": MetadataValue.md(detail_markdown(table, frame)),
                 "histogram": MetadataValue.md(histogram_markdown(frame)),
                 "histogram_image": MetadataValue.md(f"![chunk sizes](data:image/png;base64,{png})"),
                 "chunks": len(frame),

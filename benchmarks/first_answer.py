@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+from homes import PROJECT, home_env  # run from benchmarks/, beside it
+
 SOURCES = PROJECT / "tests" / "fixtures" / "sources.yaml"
 QUERY = "do not be anxious about anything"
 
@@ -70,12 +71,7 @@ def main() -> int:
 def _round(measure: bool) -> dict:
     home = Path(tempfile.mkdtemp(prefix="lectio-first-answer-"))
     home.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DAGSTER_HOME", "LECTIO_SOURCES")}
-    env |= {"LECTIO_HOME": str(home), "LECTIO_CORPUS_DIR": os.environ.get("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))}
-    if measure:
-        env.pop("LECTIO_EMBED_BACKEND", None), env.pop("LECTIO_EMBED_PRECISION", None)
-    else:
-        env |= {"LECTIO_EMBED_BACKEND": "onnx", "LECTIO_EMBED_PRECISION": "fp32"}
+    env = home_env(home, Path(os.environ.get("LECTIO_CORPUS_DIR", PROJECT / ".lectio" / "corpus")), runtime_set=not measure)
     try:
         started = time.perf_counter()
         run = _timed(["lectio", "run", "--sources", str(SOURCES)], env)

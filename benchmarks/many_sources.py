@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -35,7 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+from homes import PROJECT, home_env  # run from benchmarks/, beside it
+
 sys.path.insert(0, str(PROJECT))
 
 PARAGRAPH = ("Document {i} of {n}, revision {rev}: a short paragraph of plain prose, long enough to be one "
@@ -56,17 +56,6 @@ def write_sources(folder: Path, n: int, layout: str, rev: int) -> Path:
     sources = folder / "sources.yaml"
     sources.write_text("\n".join(lines), encoding="utf-8")
     return sources
-
-
-def home_env(home: Path) -> dict[str, str]:
-    """A fresh home of its own: its embedded server and Dagster instance, no runtime measurement."""
-    env = {**os.environ, "LECTIO_HOME": str(home), "LECTIO_CORPUS_DIR": str(home / "corpus"),
-           "LECTIO_EMBED_BACKEND": "onnx", "LECTIO_EMBED_PRECISION": "fp32",
-           # This checkout's code, whichever lectio the `lectio` script was installed from.
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
-    for name in ("LECTIO_SOURCES", "DATABASE_URL", "DAGSTER_DATABASE_URL", "DAGSTER_HOME"):
-        env.pop(name, None)
-    return env
 
 
 def run_once(sources: Path, home: Path) -> dict:

@@ -1,22 +1,27 @@
 """The Dagster UI as a user sees it, in a real browser: headless Chromium on `lectio dev`.
 
 A throwaway LECTIO_HOME gets the fixture sources (tests/fixtures/sources.yaml, copied) plus one
-entry without an `acl`, and `lectio run` over them; then `lectio dev` serves the UI on a loopback
-port and Chromium, driven over the DevTools protocol (no driver to install: `websockets` comes with
-the Dagster webserver), opens:
+entry without an `acl`, and `lectio run` over them twice (the entry still broken at the second
+build); then `lectio dev` serves the UI on a loopback port and Chromium, driven over the DevTools
+protocol (no driver to install: `websockets` comes with the Dagster webserver), opens:
 
-- the asset graph (every group, and the ingest group's assets),
-- the `chunk_size_distribution` page: its description, the distribution drawn as a table, the
-  histogram inline, and the histogram image behind "[Show Markdown]" actually drawn,
+- the asset graph (every group, the training group too, and the ingest group's assets),
+- the `chunk_size_distribution` page: its description, the distribution drawn as a table that
+  fits the 1600-pixel window with rows one line high, the histogram inline, and the histogram
+  image behind "[Show Markdown]" actually drawn,
+- `search_index`'s `every_source_indexed` check, still failed and naming the broken entry after
+  the second build, and what the build did to the live version in one sentence,
+- the Runs list, where the broken source's ingest run carries the `lectio/failed_sources` tag,
 - check pages: a chunk check (blocking, "Skipped" after the bad entry, not "Failed", and no
   Execute button that would launch a run bound to fail) and `source_entry` (failed, naming the
   field),
-- the descriptions of `source_inputs` and `live_index`,
+- the descriptions of `source_inputs` and `live_index`, and `source_inputs`' and the training
+  assets' kinds and owners,
 - the `nightly_reembed` schedule's preview: one request per source, each request's tags naming its
   partition.
 
-Each page is checked by what its text says; screenshots go to --out. Exit status 0 when every
-assertion held, 1 when one did not, 2 when the check could not run (no Chromium): a check that did
+Each page is checked by what its text says; screenshots go to --out. Last, `lectio dev`'s own
+output must hold no Python traceback. Exit status 0 when every assertion held, 1 when one did not, 2 when the check could not run (no Chromium): a check that did
 not run is never reported as passed.
 
     python benchmarks/ui_browser_check.py [--out DIR] [--keep] [--chromium PATH]
@@ -79,10 +84,15 @@ def main() -> int:
         failed = sorted(s["source_id"] for s in report["sources"] if not s["ok"])
         check.that("lectio run fails exactly the entry without an acl", failed == [BAD_ENTRY], failed)
         check.that("lectio run builds a live index", bool(report["index"].get("live")), report["index"].get("decision"))
+        again = json.loads(subprocess.run([*lectio, "run", "--json"], cwd=PROJECT, env=env, capture_output=True,
+                                          text=True).stdout)
+        failed = sorted(s["source_id"] for s in again["sources"] if not s["ok"])
+        check.that("a second lectio run fails the still-broken entry again", failed == [BAD_ENTRY], failed)
 
         port = _free_port()
+        dev_log = open(home / "dev.log", "w")
         dev = subprocess.Popen([*lectio, "dev", "--port", str(port)], cwd=PROJECT, env=env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=dev_log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
         _wait_for(lambda: _get(f"{base}/server_info"), 180, "the Dagster webserver")
         browser = Browser(args.chromium, home / "chromium")
@@ -98,6 +108,9 @@ def main() -> int:
                 dev.wait(60)
             except subprocess.TimeoutExpired:
                 os.killpg(dev.pid, signal.SIGKILL)
+            console = (home / "dev.log").read_text(errors="replace")
+            check.that("no Python traceback reached lectio dev's console", "Traceback" not in console,
+                       _line(console, "Traceback") or f"{len(console.splitlines())} lines")
         subprocess.run([*lectio, "down"], cwd=PROJECT, env=env, capture_output=True)
         if args.keep:
             print(f"kept {home}")
@@ -113,7 +126,7 @@ def _pages(browser: "Browser", base: str, out: Path, check: "Checks") -> None:
     text = page.open(f"{base}/asset-groups", until=["ingest", "migration"])
     page.click_text("Skip")  # the first visit's "Join the Dagster community" dialog, over every page
     page.screenshot(out / "asset_graph.png")
-    groups = ("ingest", "embed", "index", "migration")
+    groups = ("ingest", "embed", "index", "migration", "training")
     check.that("asset graph shows the groups", all(g in text for g in groups), [g for g in groups if g in text])
     selection = urllib.parse.quote('group:"ingest"')
     text = page.open(f"{base}/asset-groups~{selection}", until=["raw_texts", "chunks"])
@@ -124,16 +137,31 @@ def _pages(browser: "Browser", base: str, out: Path, check: "Checks") -> None:
     # The distribution: a table, an inline histogram, the image behind its link.
     text = page.open(f"{base}/assets/chunk_size_distribution", until=["over_model_limit", "histogram_image"])
     page.screenshot(out / "chunk_size_distribution.png")
-    check.that("distribution page has its description", "Token counts per content type" in text, _after(text, "Description")[:90])
+    check.that("distribution page has its description", "Token counts per source" in text, _after(text, "Description")[:90])
     headers = page.eval("""[...document.querySelectorAll('table th')].map(th => th.innerText.trim())""")
-    check.that("distribution is drawn as a table", {"kind", "granularity", "count", "p50", "over_model_limit"} <= set(headers), headers)
+    check.that("distribution is drawn as a table", {"source_id", "granularity", "count", "p50", "over_model_limit"} <= set(headers), headers)
+    fit = page.eval("""(() => {
+        // The innermost table with that column: the metadata table around it holds its cells too.
+        const table = [...document.querySelectorAll('table')].find(t => !t.querySelector('table') &&
+            [...t.querySelectorAll('th')].some(th => th.innerText.trim() === 'over_model_limit'));
+        if (!table) return null;
+        const heights = [...table.rows].filter(r => r.querySelector('td')).map(r => r.getBoundingClientRect().height);
+        return [Math.round(table.getBoundingClientRect().right), window.innerWidth, Math.round(Math.max(...heights))];
+    })()""")
+    # A hyphenated source id may wrap to a second line (56 pixels high on this page): the
+    # issue was rows of ten.
+    check.that("distribution table fits the window, no row over two lines",
+               bool(fit) and fit[0] <= fit[1] and fit[2] <= 64, fit and f"right edge {fit[0]} of {fit[1]} px, rows ≤{fit[2]} px")
     rows = page.eval("""[...document.querySelectorAll('table tr')].map(tr => tr.innerText.replace(/\\s+/g, ' ').trim())""")
-    verse_row = next((r for r in rows if r.startswith("scripture verse")), None)
+    verse_row = next((r for r in rows if r.startswith("kjv verse")), None)
     check.that("distribution table has a scripture verse row", verse_row is not None, verse_row)
     histogram = next((r for r in rows if r.startswith("scripture / verse")), None)
     check.that("histogram is shown inline as a table", "≤16" in headers and histogram is not None, histogram)
     check.that("histogram image is behind [Show Markdown]", "[Show Markdown]" in text, _line(text, "histogram_image"))
-    page.click_text("[Show Markdown]")
+    # The image's own link, the last: the detail table before it has one too.
+    page.eval("""(() => {
+        const links = [...document.querySelectorAll('button, a, [role=button]')].filter(e => e.innerText.trim() === '[Show Markdown]');
+        if (links.length) links[links.length - 1].click(); return links.length; })()""")
     image = page.wait(lambda: page.eval("""(() => { const img = document.querySelector('.bp5-dialog img, [role=dialog] img');
         return img && img.complete ? [img.naturalWidth, img.naturalHeight, img.src.slice(0, 22)] : null; })()"""), 20)
     page.screenshot(out / "chunk_size_histogram_image.png")
@@ -158,10 +186,39 @@ def _pages(browser: "Browser", base: str, out: Path, check: "Checks") -> None:
                "has no 'acl'" in text and _after(text, "Evaluation result").startswith("Failed") and "field" in text,
                _after(text, "Latest execution")[:160])
 
-    # Descriptions where the UI said "No description found" or nothing of how an asset is filled.
+    # A source still broken at the second build stays failed and named; the build says in one
+    # sentence what it did to the live version.
+    text = page.open(f"{base}/assets/search_index?view=checks&checkDetail=every_source_indexed",
+                     until=["Latest execution"])
+    page.screenshot(out / "check_every_source_indexed.png")
+    check.that("every_source_indexed names the still-broken entry after the second build",
+               BAD_ENTRY in text and _after(text, "Evaluation result").startswith("Failed"),
+               _after(text, "Evaluation result")[:160])
+    text = page.open(f"{base}/assets/search_index", until=["live_index"])
+    said = _line(text, "live_index") + " " + _after(text, "live_index")[:120]
+    check.that("search_index says what the build did to the live version",
+               any(word in said for word in ("switched v", "kept v")), said[:160])
+
+    # Runs: the broken source's ingest run is flagged where a team looks first.
+    text = page.open(f"{base}/runs", until=["ingest_source"])
+    page.screenshot(out / "runs.png")
+    check.that("the broken source's ingest run carries lectio/failed_sources in Runs",
+               "failed_sources" in text, _line(text, "failed_sources") or _line(text, "ingest_source"))
+
+    # Descriptions where the UI said "No description found" or nothing of how an asset is filled,
+    # and each asset's kinds and owner (the catalog filters by both).
     text = page.open(f"{base}/assets/source_inputs", until=["Description"])
     check.that("source_inputs has a description", "No description found" not in text and
                "What each source is ingested from" in text, _after(text, "Description")[:120])
+    check.that("source_inputs shows its kind and owner", "python" in text.lower() and "platform" in text,
+               _after(text, "Kinds")[:40])
+    for name, kind, description in (("training_pairs", "python", "Queries and their passages"),
+                                    ("reranker", "pytorch", "A cross-encoder trained"),
+                                    ("adapted_embedder", "onnx", "The embedding model fine-tuned")):
+        text = page.open(f"{base}/assets/{name}", until=["Description"])
+        check.that(f"{name} shows its description, kind and owner",
+                   description in text and kind in _after(text, "Kinds").lower()[:40] and "platform" in text,
+                   _after(text, "Kinds")[:40])
     text = page.open(f"{base}/assets/live_index", until=["Description"])
     check.that("live_index says lectio migrate fills it", "Filled by lectio migrate" in text, _after(text, "Description")[:160])
 

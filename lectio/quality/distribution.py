@@ -12,14 +12,19 @@ from lectio.embedding.model import MAX_TEXT_TOKENS
 # Per source first: two translations, or two people's notes, have sizes of their own.
 GROUP = ["source_id", "kind", "granularity", "ruleset"]
 PERCENTILES = (10, 50, 90, 99)
+# What a screen shows of each group: a source has one kind and one ruleset, so source and
+# granularity name the group, and these few columns fit beside the Dagster UI's panels (about 560
+# pixels at a 1600-pixel window). The rest is in detail_markdown().
+SUMMARY = ["source_id", "granularity", "count", "p50", "p90", "max", "over_model_limit"]
 
 
-def size_distribution(chunks: pd.DataFrame, longest: int = 5) -> pd.DataFrame:
-    """One row per (source, kind, granularity, ruleset): token count percentiles and the longest chunks."""
+def size_distribution(chunks: pd.DataFrame) -> pd.DataFrame:
+    """One row per (source, kind, granularity, ruleset): token count percentiles and the longest
+    chunk (detail_markdown() names the five longest)."""
     rows = []
     for key, group in chunks.groupby(GROUP, sort=True):
         tokens = group["tokens"].to_numpy()
-        top = group.nlargest(longest, "tokens")
+        top = group.nlargest(1, "tokens")
         rows.append(
             {
                 **dict(zip(GROUP, key)),
@@ -29,10 +34,24 @@ def size_distribution(chunks: pd.DataFrame, longest: int = 5) -> pd.DataFrame:
                 "max": int(tokens.max()),
                 # Past this the model would truncate; such chunks are embedded in windows.
                 "over_model_limit": int((tokens > MAX_TEXT_TOKENS).sum()),
-                "longest": ", ".join(f"{c} ({t})" for c, t in zip(top["chunk_id"], top["tokens"])),
+                "longest": f"{top['chunk_id'].iloc[0]} ({int(top['tokens'].iloc[0])})",
             }
         )
     return pd.DataFrame(rows)
+
+
+def detail_markdown(table: pd.DataFrame, chunks: pd.DataFrame, longest: int = 5) -> str:
+    """Every column of size_distribution's `table` that SUMMARY leaves out, with the `longest`
+    chunks of each group and their word pieces, as a Markdown table: the long tail by name,
+    where a look at the text starts."""
+    named = {key: ", ".join(f"{c} ({t})" for c, t in zip(top["chunk_id"], top["tokens"]))
+             for key, group in chunks.groupby(GROUP, sort=True) for top in [group.nlargest(longest, "tokens")]}
+    columns = [c for c in table.columns if c not in SUMMARY[2:] and c != "longest"]
+    lines = ["|" + "|".join(columns) + f"|{longest} longest (word pieces)|", "|-" * (len(columns) + 1) + "|"]
+    for row in table.itertuples(index=False):
+        values = row._asdict()
+        lines.append("|" + "|".join(str(values[c]) for c in columns) + f"|{named[tuple(values[c] for c in GROUP)]}|")
+    return "\n".join(lines)
 
 
 # Token-count bins of the text histogram; the last bound is the model's limit, past which a chunk

@@ -82,10 +82,15 @@ def test_the_size_distribution_is_a_table_with_an_inline_histogram(instance, tmp
 
     table = metadata["distribution"]
     assert isinstance(table, TableMetadataValue)
-    assert [c.name for c in table.schema.columns][:5] == ["source_id", "kind", "granularity", "ruleset", "count"]
+    # Few enough columns to fit beside the UI's panels; the rest, and the longest chunks, in the detail.
+    assert [c.name for c in table.schema.columns] == ["source_id", "granularity", "count", "p50", "p90", "max",
+                                                      "over_model_limit"]
     (row,) = table.records
-    assert row.data["source_id"] == "ui-rota" and row.data["kind"] == "document" and row.data["count"] == 1
+    assert row.data["source_id"] == "ui-rota" and row.data["count"] == 1
     assert isinstance(row.data["p50"], int)
+    detail = metadata["distribution_detail"].value.splitlines()
+    assert detail[0].startswith("|source_id|kind|granularity|ruleset|min|p10|p99|5 longest")
+    assert detail[2].startswith("|ui-rota|document|") and "ui-rota" in detail[2].split("|")[-2]
 
     histogram = metadata["histogram"].value
     assert len(histogram) < UI_INLINE_MARKDOWN

@@ -38,3 +38,24 @@ def test_the_size_plot_reads_on_its_own():
 
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == [f"model limit ({MAX_TEXT_TOKENS} word pieces)"]
     plt.close(fig)
+
+
+def test_the_detail_names_each_rows_longest_chunks_longest_first():
+    """Issue 52, item 7: the table on the asset page keeps a few columns so it fits; the detail
+    holds the rest of each row and names its longest chunks."""
+    from lectio.quality.distribution import SUMMARY, detail_markdown
+
+    chunks = pd.DataFrame({
+        "chunk_id": [f"kjv_{i}" for i in range(7)] + ["web_0"],
+        "source_id": ["kjv"] * 7 + ["web"],
+        "kind": ["scripture"] * 8,
+        "granularity": ["verse"] * 8,
+        "ruleset": ["scripture-v1"] * 8,
+        "tokens": [10, 70, 30, 60, 20, 50, 40, 5],
+    })
+    table = size_distribution(chunks)
+    assert list(table[SUMMARY].columns) == ["source_id", "granularity", "count", "p50", "p90", "max", "over_model_limit"]
+    header, _, kjv, web = detail_markdown(table, chunks).splitlines()
+    assert header == "|source_id|kind|granularity|ruleset|min|p10|p99|5 longest (word pieces)|"
+    assert kjv == "|kjv|scripture|verse|scripture-v1|10|16|69|kjv_1 (70), kjv_3 (60), kjv_5 (50), kjv_6 (40), kjv_2 (30)|"
+    assert web == "|web|scripture|verse|scripture-v1|5|5|5|web_0 (5)|"
