@@ -71,7 +71,8 @@ def main() -> int:
 def _round(measure: bool) -> dict:
     home = Path(tempfile.mkdtemp(prefix="lectio-first-answer-"))
     home.chmod(0o755)
-    env = home_env(home, Path(os.environ.get("LECTIO_CORPUS_DIR", PROJECT / ".lectio" / "corpus")), runtime_set=not measure)
+    corpus = Path(os.environ.get("LECTIO_CORPUS_DIR", PROJECT / ".lectio" / "corpus"))
+    env = home_env(home, corpus, runtime_set=not measure)
     try:
         started = time.perf_counter()
         run = _timed(["lectio", "run", "--sources", str(SOURCES)], env)

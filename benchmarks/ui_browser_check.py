@@ -21,8 +21,9 @@ protocol (no driver to install: `websockets` comes with the Dagster webserver), 
   partition.
 
 Each page is checked by what its text says; screenshots go to --out. Last, `lectio dev`'s own
-output must hold no Python traceback. Exit status 0 when every assertion held, 1 when one did not, 2 when the check could not run (no Chromium): a check that did
-not run is never reported as passed.
+output must hold no Python traceback. Exit status 0 when every assertion held, 1 when one did
+not, 2 when the check could not run (no Chromium): a check that did not run is never reported as
+passed.
 
     python benchmarks/ui_browser_check.py [--out DIR] [--keep] [--chromium PATH]
 

@@ -239,11 +239,10 @@ def _read(path: Path) -> dict | None:
 
 def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | None = None,
             sample: int = measurement.TEXTS) -> dict:
-    """Every candidate on `sample` measurement texts: its vectors compared with torch fp32's, its
-    seconds taken in rounds, its single-query latency; and the decision."""
+    """Every candidate on `sample` measurement texts: its seconds taken in rounds, its vectors (from
+    the rounds' own batches) compared with torch fp32's, its single-query latency; and the decision."""
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     texts, queries = measurement.texts(sample), measurement.queries()
-    reference = torch_runtime.vectors(name, texts)
     runners, found = {}, {}
     for runtime in pool:
         try:
@@ -252,21 +251,68 @@ def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | N
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             log.warning("embedding runtime %s cannot run here: %s", key(runtime), reason)
             found[key(runtime)] = {"reason": reason}
-            continue
-        # Torch fp32 is the reference itself: the same call on the same texts, so it is not run twice.
-        vectors = reference if runtime == REFERENCE else runners[key(runtime)][0](texts)
-        found[key(runtime)] = {"equivalence": relation(vectors, reference)}
-    timed = {k: run for k, (run, _) in runners.items() if found[k]["equivalence"]["relation"] != "apart"}
-    batch = measurement.texts(min(sample, measurement.TIMED_TEXTS))
-    seconds, quiet = measurement.rounds({k: (lambda run=run: run(batch)) for k, run in timed.items()}, decided)
+    batches = _Batches(texts, min(sample, measurement.TIMED_TEXTS), {k: run for k, (run, _) in runners.items()})
+    reference = batches.vectors if key(REFERENCE) in runners else torch_runtime.vectors(name, batches.texts)
+
+    def settled(seconds: dict[str, list[float]]) -> bool:
+        if not batches.complete():  # every text embedded by every runtime: the equivalence can be judged
+            return False
+        return decided({k: s for k, s in seconds.items() if _close(found, batches, reference, k)})
+
+    seconds, quiet = measurement.rounds({k: batches.timed(k) for k in runners}, settled)
     for k, times in seconds.items():
-        found[k] |= {"seconds": times, "texts_per_second": round(len(batch) / statistics.median(times), 1),
-                     "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
-    record = decide(found) | {"candidates": found, "quiet": quiet, "texts": len(texts), "timed_texts": len(batch),
+        if _close(found, batches, reference, k):
+            found[k] |= {"seconds": times, "texts_per_second": round(batches.size / statistics.median(times), 1),
+                         "spread": round(measurement.spread(times), 3), "query_ms": _latency(runners[k][1], queries)}
+    record = decide(found) | {"candidates": found, "quiet": quiet, "texts": len(texts), "timed_texts": batches.size,
                               "measured_at": started}
     if record["query"] and record["query"]["backend"] == "onnx":
         record["query"] |= _query_threads(found, record["query"]["precision"], quiet, (name, release, home), queries)
     return record
+
+
+class _Batches:
+    """The measurement texts in batches of `size`, one a round: each round every runtime embeds the
+    next batch, and the first pass over them gives each runtime's vectors of every text (in the
+    batches' order, `texts`), on which its equivalence to torch fp32 is judged, so the texts are
+    embedded once for both. Each batch takes every n-th text, so each has the texts' length mix.
+    Each runtime embeds a few texts first, outside the clock, so no round pays a first call's setup."""
+
+    def __init__(self, texts: list[str], size: int, runners: dict):
+        self.size, self.runners = size, runners
+        count = -(-len(texts) // size)
+        self.parts = [texts[i::count] for i in range(count)]
+        self.texts = [text for part in self.parts for text in part]
+        self.made: dict[str, list[np.ndarray]] = {k: [] for k in runners}
+        self.calls = dict.fromkeys(runners, 0)
+        for run in runners.values():
+            run(texts[:8])
+
+    def timed(self, k: str):
+        def once():
+            vectors = self.runners[k](self.parts[self.calls[k] % len(self.parts)])
+            if self.calls[k] < len(self.parts):
+                self.made[k].append(np.asarray(vectors))
+            self.calls[k] += 1
+        return once
+
+    def complete(self) -> bool:
+        return all(calls >= len(self.parts) for calls in self.calls.values())
+
+    def vectors(self, k: str = key(REFERENCE)) -> np.ndarray:
+        """Runtime `k`'s vectors of every text; the batches it has not embedded yet are embedded now."""
+        while self.calls[k] < len(self.parts):
+            self.timed(k)()
+        return np.concatenate(self.made[k])
+
+
+def _close(found: dict, batches: _Batches, reference, k: str) -> bool:
+    """Whether runtime `k`'s vectors are close enough to torch fp32's to ingest with; judged once,
+    and kept in `found` as its equivalence. `reference`: torch fp32's vectors, or what gives them."""
+    if "equivalence" not in found.setdefault(k, {}):
+        expected = reference() if callable(reference) else reference
+        found[k]["equivalence"] = relation(batches.vectors(k), expected)
+    return found[k]["equivalence"]["relation"] != "apart"
 
 
 def _query_threads(found: dict, precision: str, quiet: bool, model: tuple, queries: list[str]) -> dict:

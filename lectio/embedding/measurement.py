@@ -27,8 +27,9 @@ from typing import Callable
 # window-filling chunks (most ingest time goes to the long ones).
 LENGTH_MIX = ((0.40, 12, 40), (0.35, 60, 140), (0.25, 160, 230))
 TEXTS = 256
-# The rounds time a smaller set of the same mix, one of the runtimes' 64-text batches, so more
-# paired rounds fit in the same minutes (the equivalence is still judged on TEXTS). Under steady
+# Each round times one batch of TIMED_TEXTS (the runtimes' own batch size), the next of the TEXTS,
+# so more paired rounds fit in the same minutes; the first pass over the TEXTS also gives the
+# vectors each runtime's equivalence is judged on (lectio.embedding.backends.measure). Under steady
 # load a decision may take all MAX_ROUNDS: about two minutes beside a busy core. Measured beside
 # other work (AMD EPYC with avx512_bf16): bf16 over ONNX fp32 1.32x on 64 texts, 1.25x on 128,
 # 1.23x on 256.

@@ -382,8 +382,8 @@ class Mirror:
 
     def _check_shapes(self, chunks: int) -> None:
         sets = len(self.manifest["acl_sets"]) + 1
-        expected = {"ndoc": len(self.words), "set_runs": sets, "title_set_runs": sets, "length": chunks, "acl": chunks,
-                    "title_length": chunks, "cited": chunks, **{name: chunks for name in COLUMNS}}
+        expected = {"ndoc": len(self.words), "set_runs": sets, "title_set_runs": sets, "length": chunks,
+                    "acl": chunks, "title_length": chunks, "cited": chunks, **{name: chunks for name in COLUMNS}}
         for name in _ARRAYS:
             array = self.arrays[name]
             if array.ndim != 1 or array.dtype.kind != "i":
@@ -448,9 +448,10 @@ class Mirror:
                sets: np.ndarray) -> "Scored":
         """Every chunk of the ACL `sets` (Mirror.sets) that holds a query word, with its BM25:
         `weights` maps each query word to its weight. Only the query words' postings in those sets
-        are read, so a search's work grows with them, not with the version's rows. The arithmetic is the SQL scoring's (lectio.retrieval.lexical),
-        both lectio.index.bm25's terms, operation for operation in float64; each chunk's words are
-        summed in the order its tsvector lists them (bytewise). PostgreSQL sums them in whatever
+        are read, so a search's work grows with them, not with the version's rows. The arithmetic
+        is the SQL scoring's (lectio.retrieval.lexical), both lectio.index.bm25's terms, operation
+        for operation in float64; each chunk's words are summed in the order its tsvector lists
+        them (bytewise). PostgreSQL sums them in whatever
         order its plan reads them, so a sum may differ in its last bits, and chunks whose scores
         differ only so may swap places."""
         norm = self._norm(k1, b, avgdl)

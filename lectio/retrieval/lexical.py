@@ -12,9 +12,9 @@ is chosen once per version and scope (choose()):
 
 The mirror holds every chunk, private ones too. It reads only the postings of chunks whose ACL
 shares a principal with the caller (so neither a private match nor the time spent on one reaches
-anyone else) and narrows to the caller's filters before ranking, but it only proposes: the ids are read back on the caller's connection, as the reader role with the caller's
-token and the search's WHERE clause, and whatever that read drops is replaced from further down
-the ranking. The SQL implementations read on the caller's connection throughout.
+anyone else) and narrows to the caller's filters before ranking, but it only proposes: the ids
+are read back on the caller's connection, as the reader role with the caller's token and the
+search's WHERE clause, and whatever that read drops is replaced from further down the ranking. The SQL implementations read on the caller's connection throughout.
 
 BM25's terms are lectio.index.bm25's in every implementation: the mirror calls them on arrays,
 and the SQL below is written out from them."""
@@ -166,7 +166,8 @@ class MirrorIndex:
         return self.rows.conn.execute(_WORDS, {"query": query, "extra": extra, "ew": config.expansion.weight}).fetchall()
 
     def _titles(self, own: set[str], config: SearchConfig) -> "_Offer":
-        return _Offer(self.mirrored.titles(own, config.titles.query_share, self.sets).within(self.eligible), config.candidates)
+        titles = self.mirrored.titles(own, config.titles.query_share, self.sets)
+        return _Offer(titles.within(self.eligible), config.candidates)
 
 
 @dataclass

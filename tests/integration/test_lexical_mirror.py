@@ -182,7 +182,8 @@ def test_the_lexical_index_is_chosen_once_by_mirror_rows_and_layout(live):
 def bobs_note_first(conn, info, found) -> str:
     """Bob's note, which the mirror ranks first when nobody's ACL is asked."""
     weights = {word: w for word, w, _ in conn.execute(lexical._WORDS, {"query": BOBS_WORDS, "extra": "", "ew": 0.3})}
-    first = found.chunk_ids[mirror.best(found.scores(weights, 1.2, 0.75, *info.bm25_corpus, every_set(found)), 1).positions[0]]
+    scored = found.scores(weights, 1.2, 0.75, *info.bm25_corpus, every_set(found))
+    first = found.chunk_ids[mirror.best(scored, 1).positions[0]]
     assert first.startswith("notes-bob")
     return first
 

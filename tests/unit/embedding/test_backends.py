@@ -299,3 +299,36 @@ def test_the_query_session_is_the_one_this_home_measured_on_this_machine(tmp_pat
     for nonsense in ({"threads": 0}, {"threads": 9}, {"threads": "2"}, {"threads": True},
                      {"threads": 2, "spin": "yes"}):
         assert session(nonsense) == (1, False)
+
+
+def test_the_rounds_own_batches_give_the_vectors_equivalence_is_judged_on(monkeypatch):
+    """Issue 50, item 2: a new home's measurement embeds the measurement texts once per runtime,
+    in the timed rounds, and judges each runtime's equivalence to torch fp32 on those vectors: no
+    separate pass over the texts. A runtime whose vectors are apart is timed but never chosen."""
+    embedded: dict[str, list[str]] = {"torch/fp32": [], "torch/bf16": []}
+
+    def meaning(text: str) -> np.ndarray:
+        vector = np.random.default_rng(abs(hash(text)) % 2**32).normal(size=16)
+        return vector / np.linalg.norm(vector)
+
+    def runner(name, release, runtime, home):
+        k, noise = backends.key(runtime), np.random.default_rng(5)
+
+        def batch(texts):
+            embedded[k].extend(texts)
+            exact = np.stack([meaning(t) for t in texts])
+            return exact if runtime == backends.REFERENCE else np.abs(exact + noise.normal(size=exact.shape))
+        return batch, (lambda query: batch([query]))
+
+    monkeypatch.setattr(backends, "_runner", runner)
+    record = backends.measure(MODEL_NAME, "0", [("torch", "fp32"), ("torch", "bf16")])
+    rounds = len(record["candidates"]["torch/fp32"]["seconds"])
+    texts = measurement.texts(measurement.TEXTS)
+    for k in embedded:
+        # A few texts to warm up, then one batch a round (and one query per latency probe for the timed).
+        batches = embedded[k][8:8 + rounds * measurement.TIMED_TEXTS]
+        assert sorted(batches[:len(texts)]) == sorted(texts)  # the first pass covers every text once
+    assert rounds == measurement.MIN_ROUNDS
+    assert record["candidates"]["torch/bf16"]["equivalence"]["relation"] == "apart"
+    assert "seconds" not in record["candidates"]["torch/bf16"]
+    assert record["ingest"] == ("torch", "fp32")
