@@ -9,7 +9,7 @@ import pandas as pd
 import psycopg
 
 from lectio.quality import admission
-from lectio.index import loader, revocation, versions
+from lectio.index import loader, mirror, revocation, versions
 from lectio.sources import Source, SourceError
 
 
@@ -183,6 +183,9 @@ def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], 
         return current == version, f"built as a candidate; {current or 'nothing'} stays live"
     if failed_sources and current is not None and not live_revoked:
         return False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
+    # Its lexical mirror before it serves: until one is built, a search scores BM25 in SQL, whose
+    # time grows with private postings it reads and then drops (a few seconds of the full corpus).
+    mirror.ensure(conn, versions.get_version(conn, version))
     if current == version:
         return True, "unchanged: this version was already live"
     versions.switch_live(conn, version)

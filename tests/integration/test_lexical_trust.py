@@ -256,3 +256,23 @@ def test_prune_removes_the_mirrors_of_what_it_drops(home_factory, tmp_path_facto
         assert set(json.loads(capsys.readouterr().out)["dropped"]) == {leaked}
         # The rollback target (older) and the live version keep theirs.
         assert sorted(path.name for path in mirrors.iterdir()) == sorted([older, live])
+
+
+# ---------------------------------------------------------------- a switch leaves no SQL window
+# Last in the module: it makes a version live in the shared home.
+
+
+def test_a_version_goes_live_with_its_lexical_mirror_built(home):
+    """A search after a switch must not score BM25 in SQL for want of the new version's mirror:
+    that fallback reads private postings before row-level security drops them, so its time tells
+    an outsider of private words. The build makes the mirror before it switches the version in."""
+    with home.connect() as conn:
+        before = versions.live_version(conn)
+        mirror.remove(home.settings.home, home.with_private)
+        try:
+            assert build(home, conn, home.settings.sources_file, PUBLIC + PRIVATE, live=True) == home.with_private
+            assert versions.live_version(conn) == home.with_private
+            assert (mirror.folder(home.settings.home, home.with_private) / "manifest.json").is_file()
+        finally:
+            if before is not None:
+                versions.switch_live(conn, before)
