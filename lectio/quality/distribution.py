@@ -13,8 +13,8 @@ from lectio.embedding.model import MAX_TEXT_TOKENS
 GROUP = ["source_id", "kind", "granularity", "ruleset"]
 PERCENTILES = (10, 50, 90, 99)
 # What a screen shows of each group: a source has one kind and one ruleset, so source and
-# granularity name the group, and these few columns fit beside the Dagster UI's panels (about 560
-# pixels at a 1600-pixel window). The rest is in detail_markdown().
+# granularity name the group, and these few columns fit beside the Dagster UI's panels in a
+# 1600-pixel window (13 ran off it). The rest is in detail_markdown().
 SUMMARY = ["source_id", "granularity", "count", "p50", "p90", "max", "over_model_limit"]
 
 
