@@ -7,7 +7,7 @@ protocol (no driver to install: `websockets` comes with the Dagster webserver), 
 
 - the asset graph (every group, the training group too, and the ingest group's assets),
 - the `chunk_size_distribution` page: its description, the distribution drawn as a table that
-  fits the 1600-pixel window with rows one line high, the histogram inline, and the histogram
+  fits the 1600-pixel window with no row over two lines, the histogram inline, and the histogram
   image behind "[Show Markdown]" actually drawn,
 - `search_index`'s `every_source_indexed` check, still failed and naming the broken entry after
   the second build, and what the build did to the live version in one sentence,
@@ -109,6 +109,7 @@ def main() -> int:
                 dev.wait(60)
             except subprocess.TimeoutExpired:
                 os.killpg(dev.pid, signal.SIGKILL)
+            dev_log.close()
             console = (home / "dev.log").read_text(errors="replace")
             check.that("no Python traceback reached lectio dev's console", "Traceback" not in console,
                        _line(console, "Traceback") or f"{len(console.splitlines())} lines")
