@@ -252,7 +252,11 @@ def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | N
             log.warning("embedding runtime %s cannot run here: %s", key(runtime), reason)
             found[key(runtime)] = {"reason": reason}
     batches = _Batches(texts, min(sample, measurement.TIMED_TEXTS), {k: run for k, (run, _) in runners.items()})
-    reference = batches.vectors if key(REFERENCE) in runners else torch_runtime.vectors(name, batches.texts)
+    if key(REFERENCE) in runners:
+        reference = batches.vectors
+    else:
+        fixed = torch_runtime.vectors(name, batches.texts)
+        reference = lambda: fixed  # noqa: E731 - the same call as batches.vectors
 
     def settled(seconds: dict[str, list[float]]) -> bool:
         if not batches.complete():  # every text embedded by every runtime: the equivalence can be judged
@@ -308,10 +312,9 @@ class _Batches:
 
 def _close(found: dict, batches: _Batches, reference, k: str) -> bool:
     """Whether runtime `k`'s vectors are close enough to torch fp32's to ingest with; judged once,
-    and kept in `found` as its equivalence. `reference`: torch fp32's vectors, or what gives them."""
+    and kept in `found` as its equivalence. `reference()` gives torch fp32's vectors."""
     if "equivalence" not in found.setdefault(k, {}):
-        expected = reference() if callable(reference) else reference
-        found[k]["equivalence"] = relation(batches.vectors(k), expected)
+        found[k]["equivalence"] = relation(batches.vectors(k), reference())
     return found[k]["equivalence"]["relation"] != "apart"
 
 

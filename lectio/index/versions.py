@@ -130,7 +130,7 @@ def switch_live(conn: psycopg.Connection, version: str) -> None:
             "WHERE live_index.version IS DISTINCT FROM EXCLUDED.version",
             (version,),
         )
-    follow_live(status[1].partition("@")[0])
+    home_follows_live(conn)
 
 
 def home_follows_live(conn: psycopg.Connection, home: Path | None = None) -> None:
