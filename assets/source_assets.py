@@ -144,6 +144,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
             # The one place a source's entry is read from the sources file (once); later stages
             # get it from here. Its fingerprint is taken before the file is read: a file changed
             # while it is read then shows as changed next time.
+            registry.settle_runtime(corpus.sources_path, corpus.corpus_path)
             source, inputs = registry.source_and_inputs(corpus.sources_path, corpus.corpus_path, key,
                                                         embedder.model_id)
             problem, field = file_problem(source), "path"

@@ -37,8 +37,11 @@ def describe(record: dict) -> str:
     lines = [f"{machine['cpu']}, {machine['cores']} cores (onnxruntime {machine['onnxruntime']}, torch {machine['torch']})",
              f"ingest: {record['backend']}/{record.get('precision', 'fp32')}; queries: "
              f"{'/'.join(backends.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
-             f"measured {record.get('measured_at', '?')} on {record.get('texts', '?')} texts, "
-             f"{backends.rounds_told(record)}"]
+             + ("" if record.get("provisional") else
+                f"measured {record.get('measured_at', '?')} on {record.get('texts', '?')} texts, ")
+             + backends.rounds_told(record)
+             + ("; the first run whose sources reach it measures, as does `lectio model measure`"
+                if record.get("provisional") else "")]
     query = record.get("query") or {}
     if query.get("backend") == "onnx":
         # A record from before the query session was measured has no threads: it runs one.

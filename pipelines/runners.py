@@ -32,7 +32,7 @@ from lectio.index import locks, retention, schema, versions
 from lectio.index.database import ensure_database
 from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
-from lectio.rulesets.registry import input_fingerprints
+from lectio.rulesets.registry import input_bytes, input_fingerprints, settle_runtime
 from lectio.sources import source_ids
 from assets.index import IndexConfig
 from assets.source_assets import INPUTS_KEY, entry_failure
@@ -166,13 +166,13 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
 
 
 def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict[str, str | None]:
-    """Each source's input fingerprint, the SWORD modules this machine lacks fetched first."""
-    prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
-    if None in prints.values():  # a module not fetched yet: fetch, then fingerprint what was fetched
+    """Each source's input fingerprint, the SWORD modules this machine lacks fetched first and the
+    embedding runtime settled on what the fetched inputs weigh (the model id is in every print)."""
+    if input_bytes(settings.sources_file, settings.corpus_dir) is None:  # a module not fetched yet
         echo("fetching the SWORD modules this machine lacks …")
         fetch_missing_modules(settings.sources_file, settings.corpus_dir)
-        prints = input_fingerprints(settings.sources_file, settings.corpus_dir)
-    return prints
+    settle_runtime(settings.sources_file, settings.corpus_dir)
+    return input_fingerprints(settings.sources_file, settings.corpus_dir)
 
 
 def _ingest_sources(defs, instance: DagsterInstance, settings: Settings, echo: Callable[[str], None],

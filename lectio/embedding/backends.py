@@ -40,6 +40,14 @@ machine (CPU model, cores, onnxruntime or torch release), when the file is delet
 `lectio model measure`, which reports the new choice; a home keeps its index's model until
 `lectio migrate` builds the new one beside it.
 
+The measurement is paid only where it pays back. A run settles the choice before it fixes its model
+id (settle): a home whose sources read less than MEASURE_FROM_BYTES records a *provisional*
+choice without measuring (the first candidate in ORDER, which reproduces fp32), so a few documents
+are searchable in seconds rather than after minutes of rounds; the first run whose sources reach
+it measures, and a provisional choice the measurement overturns is replaced like a new home's: that
+run embeds every source with the measured runtime (at most MEASURE_FROM_BYTES of them were
+embedded provisionally, about what the measurement itself costs).
+
 The backend is part of the model id (`…+onnx`; torch adds nothing, so the ids made before this
 backend existed keep naming torch's vectors), hence of the embedding cache key, of every source's
 fingerprint and of the model an index version records.
@@ -82,6 +90,13 @@ TIE = 1.1  # a preferred candidate is kept unless another measured this much fas
 CLOSE_COSINE = 0.9999
 CLOSE_OVERLAP = 0.98
 NEIGHBOURS = 10
+# The inputs (bytes of the files a home's sources read; of a SWORD module, a `select`'s share) from
+# which measuring the runtimes pays: the measurement takes half a minute on a quiet 2-core machine
+# and up to two beside a busy core, and the fastest runtime it finds saves about a quarter of the
+# embedding time (torch bf16 against ONNX fp32, 66 against 50 texts/s on an AMD EPYC with
+# avx512_bf16). 2 MB is about 13,000 texts of a compressed SWORD module, four minutes of
+# embedding, where the two are about even; a few documents or a demo's chapters stay far below.
+MEASURE_FROM_BYTES = 2_000_000
 # More intra-op threads for one query must make it this much faster at the median of the paired
 # per-query ratios, in each of THREAD_ROUNDS rounds.
 QUERY_THREADS_GAIN = 1.1
@@ -131,31 +146,101 @@ def candidates(backend: str | None, precision: str | None, flags: set[str] | Non
     return pool
 
 
-@lru_cache(maxsize=4)
 def choose(name: str, release: str, given: str | None = None) -> tuple[str, str]:
     """The (backend, precision) new embeddings are made with: what the caller, LECTIO_EMBED_BACKEND
-    and LECTIO_EMBED_PRECISION fix, the rest by this machine's measurement; logged once per process."""
+    and LECTIO_EMBED_PRECISION fix, the rest by the home's record (measured first where there is
+    none); logged once per process and record. Keyed by the record's stamp, so a long-lived process
+    (the sensor daemon, the code server) follows a measurement that replaced a provisional choice."""
+    return _choose(name, release, given, stamp(name, release))
+
+
+@lru_cache(maxsize=4)
+def _choose(name: str, release: str, given: str | None, _stamp: tuple | None) -> tuple[str, str]:
     pool = candidates(checked(given) or requested(), numerics.requested())
     if len(pool) == 1:
         log.info("embedding runtime %s (as set)", key(pool[0]))
         return pool[0]
     record = measured(name, release, pool)
     chosen = pick(record, pool)
-    log.info("embedding runtime %s, measured on this machine (%s, %s cores; %s): %s; queries on %s. "
+    log.info("embedding runtime %s, %s (%s, %s cores; %s): %s; queries on %s. "
              "LECTIO_EMBED_BACKEND / LECTIO_EMBED_PRECISION override, `lectio model measure` measures again",
-             key(chosen), record["machine"]["cpu"], record["machine"]["cores"], rounds_told(record),
+             key(chosen), "provisional" if record.get("provisional") else "measured on this machine",
+             record["machine"]["cpu"], record["machine"]["cores"], rounds_told(record),
              _summary(record), key(query_runtime_of(record) or chosen))
     return chosen
+
+
+def stamp(name: str, release: str, home: Path | None = None) -> tuple | None:
+    """The home's record file as it stands (modified time and size), None where there is none."""
+    name, release = _measured_as(name, release)
+    try:
+        found = (onnx_runtime.model_dir(name, release, home) / CHOICE_FILE).stat()
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
+
+
+def settled(name: str, release: str, home: Path | None = None) -> bool:
+    """Whether nothing is left to settle: the runtime is set, or this machine's is measured."""
+    pool = candidates(requested(), numerics.requested())
+    if len(pool) == 1:
+        return True
+    found = recorded(name, release, home)
+    return (found is not None and not found.get("provisional") and found.get("machine") == machine()
+            and _covers(found, pool))
+
+
+def settle(name: str, release: str, inputs: int | None, home: Path | None = None) -> dict | None:
+    """Give the home a runtime to ingest with before a run fixes its model id (and so every
+    fingerprint): the record it has for this machine; else, where its sources' inputs (`inputs`,
+    bytes; None where not known, as for a SWORD module not fetched yet) reach MEASURE_FROM_BYTES,
+    the measured one, measured now (also in place of a provisional choice: the run then embeds
+    every source with the measured runtime, as a new home's first run would); else a provisional
+    choice, recorded without measuring. None where LECTIO_EMBED_BACKEND and
+    LECTIO_EMBED_PRECISION leave nothing to choose."""
+    pool = candidates(requested(), numerics.requested())
+    if len(pool) == 1:
+        return None
+    if inputs is None or inputs >= MEASURE_FROM_BYTES:
+        return measured(name, release, pool, home, provisional_ok=False)
+    found = recorded(name, release, home)
+    if found is not None and found.get("machine") == machine() and _covers(found, pool):
+        return found
+    return _provisional(name, release, pool, inputs, home)
+
+
+def _provisional(name: str, release: str, pool: list[tuple[str, str]], inputs: int, home: Path | None) -> dict:
+    """The choice of a home whose inputs do not pay for a measurement: the one it recorded on another
+    machine where still open (a home keeps its index's model), else the first candidate in ORDER,
+    which reproduces fp32 and, on ONNX, spares the torch import."""
+    name, release = _measured_as(name, release)
+    folder = onnx_runtime.model_dir(name, release, home)
+    path = folder / CHOICE_FILE
+    with onnx_runtime._locked(folder, ".choice.lock"):
+        found = _read(path)
+        if found is not None and found.get("machine") == machine() and _covers(found, pool):
+            return found  # another process settled it meanwhile
+        kept = (found["backend"], found.get("precision", numerics.DEFAULT)) if found else None
+        backend, precision = kept if kept in pool else pool[0]
+        record = {"backend": backend, "precision": precision,
+                  "query": {"backend": backend, "precision": precision} if precision == "fp32" else None,
+                  "provisional": {"input_bytes": inputs, "measure_from_bytes": MEASURE_FROM_BYTES},
+                  "machine": machine()}
+        _write(path, record)
+    return record | {"file": str(path)}
 
 
 def _summary(record: dict) -> str:
     found = record.get("candidates") or {}
     return ", ".join(f"{k} {v['texts_per_second']:.0f} texts/s" for k, v in found.items() if v.get("texts_per_second")) \
-        or "an earlier measurement"
+        or ("nothing measured" if record.get("provisional") else "an earlier measurement")
 
 
 def rounds_told(record: dict) -> str:
     """How many paired rounds the record's choice rests on, and whether the machine was quiet."""
+    if record.get("provisional"):
+        return (f"provisional, not measured: the sources' inputs ({record['provisional']['input_bytes']:,} bytes) "
+                f"are below the {record['provisional']['measure_from_bytes']:,} a measurement pays for")
     times = [len(v["seconds"]) for v in (record.get("candidates") or {}).values() if "seconds" in v]
     quiet = "quiet" if record.get("quiet", True) else "not quiet"
     return f"{max(times)} paired rounds, {quiet}" if times else quiet
@@ -179,10 +264,11 @@ def machine() -> dict:
 
 
 def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None, home: Path | None = None,
-             again: bool = False, sample: int = measurement.TEXTS) -> dict:
+             again: bool = False, sample: int = measurement.TEXTS, provisional_ok: bool = True) -> dict:
     """The recorded measurement of this home for this machine, measured (and recorded) first if
-    there is none that covers `pool` (all of ORDER when None), or if `again`. An adapted model
-    runs as its base does: the base is what is measured and recorded."""
+    there is none that covers `pool` (all of ORDER when None), if `again`, or if it is provisional
+    and not `provisional_ok`. An adapted model runs as its base does: the base is what is measured
+    and recorded."""
     name, release = _measured_as(name, release)
     pool = pool or candidates(None, None)
     folder = onnx_runtime.model_dir(name, release, home)
@@ -190,7 +276,8 @@ def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None,
     here = machine()
 
     def usable(found):
-        return found is not None and found.get("machine") == here and not again and _covers(found, pool)
+        return (found is not None and found.get("machine") == here and not again and _covers(found, pool)
+                and (provisional_ok or not found.get("provisional")))
 
     record = _read(path)
     if usable(record):
@@ -200,9 +287,7 @@ def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None,
             record = _read(path)
             if not usable(record):
                 record = measure(name, release, pool, home, sample) | {"machine": here}
-                work = path.with_name(f".{CHOICE_FILE}.{os.getpid()}")
-                work.write_text(json.dumps(record, indent=2) + "\n")
-                os.replace(work, path)
+                _write(path, record)
     except OSError as exc:  # a home that cannot be written: measured, not recorded
         log.warning("cannot record the embedding runtime's measurement in %s: %s", folder, exc)
         record = measure(name, release, pool, home, sample) | {"machine": here}
@@ -227,6 +312,12 @@ def recorded(name: str, release: str, home: Path | None = None) -> dict | None:
     """The home's recorded measurement as it stands, whatever machine made it; None if none."""
     name, release = _measured_as(name, release)
     return _read(onnx_runtime.model_dir(name, release, home) / CHOICE_FILE)
+
+
+def _write(path: Path, record: dict) -> None:
+    work = path.with_name(f".{CHOICE_FILE}.{os.getpid()}")
+    work.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(work, path)
 
 
 def _read(path: Path) -> dict | None:

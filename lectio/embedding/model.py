@@ -98,11 +98,12 @@ def configured_model(backend: str | None = None) -> ModelChoice:
     `backend` where the caller names one, else LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION,
     and what they leave open as this machine measured fastest among the runtimes close enough to
     fp32 (lectio.embedding.backends)."""
-    return _configured(configured_name(), backend)
+    name = configured_name()
+    return _configured(name, backend, backends.stamp(name, release_of(name)))
 
 
 @lru_cache(maxsize=8)
-def _configured(name: str, backend: str | None) -> ModelChoice:
+def _configured(name: str, backend: str | None, _stamp: tuple | None = None) -> ModelChoice:
     chosen_backend, precision = backends.choose(name, release_of(name), backend)
     return ModelChoice(name, precision, chosen_backend)
 

@@ -36,7 +36,7 @@ def fingerprint(entry: dict | None, base_dir: Path, corpus_dir: Path) -> str | N
         # An invalid entry still has a fingerprint: editing it should request a run, which then
         # fails with the entry's error and alerts.
         return digest.hexdigest()
-    files = _input_files(source, corpus_dir)
+    files = input_files(source, corpus_dir)
     if files is None:
         return None
     for path in files:
@@ -75,7 +75,8 @@ def fetch_missing_modules(sources_file: Path, corpus_dir: Path) -> None:
             continue
 
 
-def _input_files(source, corpus_dir: Path) -> list[Path] | None:
+def input_files(source, corpus_dir: Path) -> list[Path] | None:
+    """The files a source's reader opens; None where its SWORD module is not on this machine yet."""
     if source.format in SWORD_FORMATS:
         library = source.path if source.path is not None else sword_library(corpus_dir)
         return _sword_module_files(library, source.module) if source.module else [library]

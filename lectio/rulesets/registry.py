@@ -9,6 +9,7 @@ every ruleset is held here to the contract it states (lectio.rulesets.base).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,14 @@ from lectio.rulesets.documents import DOCUMENTS
 from lectio.rulesets.modern import MODERN
 from lectio.rulesets.notes import NOTES
 from lectio.rulesets.patristic import PATRISTIC
-from lectio.rulesets.scripture import SCRIPTURE
+from lectio.rulesets.scripture import SCRIPTURE, chapter_share
 from lectio.rulesets.strongs import LEXICON
 from lectio.rulesets.theses import THESES
 from lectio.rulesets.westminster import WESTMINSTER
-from lectio.embedding.model import model_id
-from lectio.readers.changes import input_fingerprint
+from lectio.embedding import backends
+from lectio.embedding.model import configured_name, model_id
+from lectio.embedding.packaged import release_of
+from lectio.readers.changes import input_files, input_fingerprint
 from lectio.readers.raw import RawText
 from lectio.sources import Source, SourceError, load_source, parse_entry, read_entries, read_entry
 
@@ -62,6 +65,8 @@ FORMATS: dict[tuple[str, str | None], Format] = {
 }
 # The formats a sources file may name, in the order above.
 FORMAT_NAMES = tuple(dict.fromkeys(name for name, _ in FORMATS))
+# The formats whose `select` names chapters (lectio.rulesets.scripture.chapter_filter).
+CHAPTER_SELECTS = ("sword-bible", "sword-commentary")
 
 
 def input_fingerprints(sources_file: Path, corpus_dir: Path, model: str | None = None) -> dict[str, str | None]:
@@ -127,6 +132,45 @@ def source_and_inputs(sources_file: Path, corpus_dir: Path, source_id: str,
         raise SourceError(source_id, f"is not in {sources_file}")
     source = parse_entry(entry, Path(sources_file).resolve().parent)
     return source, input_fingerprint(entry, sources_file, corpus_dir, format_of(source).ruleset, model or model_id())
+
+
+def input_bytes(sources_file: Path, corpus_dir: Path) -> int | None:
+    """What the sources' inputs weigh: the bytes of the files their readers open, a chapter
+    `select`'s share of its SWORD module alone (the fixtures read eight chapters of a 4 MB Bible).
+    None where a SWORD module is not on this machine yet. An entry that does not parse weighs
+    nothing: its run fails on its own."""
+    try:
+        written = Path(sources_file).stat()
+    except OSError:
+        return 0  # no sources file: its runs fail with their own error
+    return _weighed(Path(sources_file), (written.st_mtime_ns, written.st_size), Path(corpus_dir))
+
+
+@lru_cache(maxsize=4)
+def _weighed(sources_file: Path, _stamp: tuple, corpus_dir: Path) -> int | None:
+    """input_bytes, once per sources file as written: each source's run in `lectio run`'s process
+    settles the runtime, and weighing every entry in each of N runs would cost O(N²)."""
+    total = 0
+    for entry in read_entries(sources_file):
+        try:
+            source = parse_entry(entry, Path(sources_file).resolve().parent)
+        except SourceError:
+            continue
+        files = input_files(source, corpus_dir)
+        if files is None:
+            return None
+        share = chapter_share(source) if source.format in CHAPTER_SELECTS else 1.0
+        total += int(share * sum(path.stat().st_size for path in files if path.is_file()))
+    return total
+
+
+def settle_runtime(sources_file: Path, corpus_dir: Path) -> None:
+    """The home's embedding runtime settled before a run takes its model id: measured where these
+    sources' inputs pay for it, provisional where they do not (lectio.embedding.backends.settle);
+    nothing to weigh once it is measured."""
+    name = configured_name()
+    if not backends.settled(name, release_of(name)):
+        backends.settle(name, release_of(name), input_bytes(sources_file, corpus_dir))
 
 
 def read_source(source: Source, corpus_dir: Path) -> RawText:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lectio.bible.books import book_by_id, book_by_osis, find_book
+from lectio.bible.books import BOOKS, book_by_id, book_by_osis, find_book
 from lectio.rulesets.chunk import Chunk, ruleset_version
 from lectio.readers.corpus import CorpusError, ensure_sword_module
 from lectio.embedding.model import MAX_TEXT_TOKENS, count_tokens, tokenizer
@@ -102,6 +102,19 @@ def read(source: Source, corpus_dir: Path) -> RawText:
         verses,
         units=len(verses),
     )
+
+
+def chapter_share(source: Source) -> float:
+    """The share of the Bible's chapters a `select` reads (1 without one, 0 where it names nothing
+    real): what part of a module a source reads, for what its inputs weigh."""
+    try:
+        wanted = chapter_filter(source)
+    except SourceError:
+        return 0.0
+    if wanted is None:
+        return 1.0
+    chapters = [(book.osis, chapter) for book in BOOKS for chapter in range(1, book.chapters + 1)]
+    return sum(wanted(*c) for c in chapters) / len(chapters)
 
 
 def chapter_filter(source: Source):

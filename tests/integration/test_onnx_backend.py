@@ -33,7 +33,7 @@ TEXTS = ["Jesus wept.", "The Lord is my shepherd; I shall lack nothing. " * 3,
 
 
 def _clear():
-    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 

@@ -17,7 +17,7 @@ from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
 def _clear():
-    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -148,6 +148,58 @@ def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
     _clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "bf16")
     assert model.configured_model() == ModelChoice(precision="bf16")
+
+
+def test_a_home_whose_sources_do_not_pay_for_a_measurement_is_provisional_until_one_does(fresh, tmp_path):
+    home = tmp_path / "home"
+    fresh.setenv("LECTIO_HOME", str(home))
+    fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
+    choice, calls = ModelChoice(), []
+
+    def measure(name, release, pool, home=None, sample=None):
+        calls.append(name)
+        return {"backend": "torch", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"},
+                "candidates": {backends.key(c): {"texts_per_second": 100.0} for c in pool}}
+
+    fresh.setattr(backends, "measure", measure)
+    small = backends.MEASURE_FROM_BYTES - 1
+    assert not backends.settled(choice.name, choice.release)
+    record = backends.settle(choice.name, choice.release, small)
+    # Nothing measured: the first candidate, which reproduces fp32 and spares the torch import.
+    assert calls == [] and (record["backend"], record["precision"]) == backends.ORDER[0]
+    assert record["provisional"] == {"input_bytes": small, "measure_from_bytes": backends.MEASURE_FROM_BYTES}
+    assert model.configured_model() == replace(choice, backend="onnx") and calls == []
+    assert backends.settle(choice.name, choice.release, small)["provisional"] and calls == []
+    assert not backends.settled(choice.name, choice.release)
+    # The first run whose sources weigh enough measures, and this process follows the new record
+    # without a cache being cleared: a sensor's long-lived process must not keep the provisional id.
+    before = model.model_id()
+    assert backends.settle(choice.name, choice.release, backends.MEASURE_FROM_BYTES)["backend"] == "torch"
+    assert calls == [choice.name] and backends.settled(choice.name, choice.release)
+    assert model.configured_model() == choice and model.model_id() != before
+    # Measured, it stays: a lighter sources file later does not make it provisional again.
+    assert "provisional" not in backends.settle(choice.name, choice.release, 0) and len(calls) == 1
+    # Weight not known (a SWORD module not fetched yet) measures, as a home always did.
+    (home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE).unlink()
+    backends.settle(choice.name, choice.release, None)
+    assert len(calls) == 2
+
+
+def test_a_provisional_choice_keeps_what_the_home_recorded_on_another_machine(fresh, tmp_path):
+    home = tmp_path / "home"
+    fresh.setenv("LECTIO_HOME", str(home))
+    fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
+    fresh.setattr(backends, "measure", lambda *a, **k: pytest.fail("a light home measured"))
+    choice = ModelChoice()
+    path = home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"backend": "torch", "precision": "fp32", "machine": {"cpu": "another"}}))
+    # A home keeps its index's model: the other machine's choice, still open here, is kept.
+    assert backends.settle(choice.name, choice.release, 10)["backend"] == "torch"
+    assert json.loads(path.read_text())["machine"] == backends.machine()
+    # Nothing to settle where the settings fix the runtime.
+    fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
+    assert backends.settle(choice.name, choice.release, None) is None and backends.settled(choice.name, choice.release)
 
 
 def _found(seconds: dict, relations: dict | None = None, query_ms: dict | None = None) -> dict:

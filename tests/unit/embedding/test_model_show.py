@@ -22,3 +22,12 @@ def test_a_record_from_before_the_measurement_runs_one_thread():
 
 def test_no_query_session_line_for_torch_queries():
     assert "query session" not in describe(_record({"backend": "torch", "precision": "fp32"}))
+
+
+def test_a_provisional_choice_says_it_was_not_measured_and_what_would_measure_it():
+    record = {"machine": MACHINE, "backend": "onnx", "precision": "fp32",
+              "query": {"backend": "onnx", "precision": "fp32"},
+              "provisional": {"input_bytes": 895_063, "measure_from_bytes": 2_000_000}}
+    shown = describe(record)
+    assert "ingest: onnx/fp32; queries: onnx/fp32; provisional, not measured" in shown
+    assert "895,063 bytes" in shown and "lectio model measure" in shown and "measured ?" not in shown

@@ -10,12 +10,12 @@ from lectio.embedding import backends, model, numerics
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
         cached.cache_clear()
     # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
     monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.requested, backends.choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -35,7 +35,7 @@ def test_measured_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     numerics.requested.cache_clear()
     assert numerics.requested() == "fp32" and "+" not in model.model_id()
     numerics.requested.cache_clear()
-    backends.choose.cache_clear()
+    backends._choose.cache_clear()
     model._configured.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.requested() == "bf16" and model.model_id().endswith("+bf16")

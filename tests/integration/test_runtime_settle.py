@@ -1,0 +1,69 @@
+"""A new home measures its embedding runtime only where its sources weigh enough for the
+measurement to pay back: a few documents are indexed at once on a provisional runtime that
+reproduces fp32, and what the sources weigh counts a chapter `select` by its share."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lectio.embedding import backends, model, numerics
+from lectio.index import versions
+from lectio.rulesets.registry import input_bytes
+from lectio.rulesets.scripture import chapter_share
+from lectio.sources import load_source
+from pipelines.runners import run_main
+from tests.conftest import FIXTURES
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+GUIDE = FIXTURES / "staff_guide.md"
+SOURCES = "sources:\n  - {id: guide, kind: document, format: markdown, path: staff_guide.md, acl: [group:staff]}\n"
+
+
+def _forget_choices():
+    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+        cached.cache_clear()
+
+
+def test_the_fixtures_weigh_less_than_a_measurement_pays_for_and_a_whole_bible_more(fixture_sources, settings,
+                                                                                   tmp_path):
+    from lectio.readers.changes import fetch_missing_modules
+
+    fetch_missing_modules(fixture_sources, settings.corpus_dir)
+    light = input_bytes(fixture_sources, settings.corpus_dir)
+    assert 0 < light < backends.MEASURE_FROM_BYTES
+    web = load_source(fixture_sources, "web", settings.corpus_dir)
+    assert chapter_share(web) == pytest.approx(8 / 1189)  # Philippians' 4, Romans 5 and 8, Psalm 23, John 3
+    # The same sources reading the whole of the WEB: the module's 4 MB count in full.
+    whole = tmp_path / "whole.yaml"
+    whole.write_text(Path(fixture_sources).read_text().replace('select: "Philippians; Romans 5; Romans 8; Psalm 23; John 3"', ""))
+    assert input_bytes(whole, settings.corpus_dir) >= backends.MEASURE_FROM_BYTES > light
+    # A module this machine lacks: not known, so measured as before.
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("sources:\n  - {id: gone, kind: scripture, format: sword-bible, module: NoSuchModule, acl: [public]}\n")
+    assert input_bytes(missing, tmp_path / "empty-corpus") is None
+
+
+def test_a_light_homes_first_run_measures_nothing_and_indexes_on_the_provisional_runtime(home_factory,
+                                                                                        monkeypatch):
+    with home_factory("lectio-settle-", lambda: SOURCES, files=[GUIDE]) as home:
+        monkeypatch.delenv("LECTIO_EMBED_BACKEND")
+        monkeypatch.delenv("LECTIO_EMBED_PRECISION")
+        monkeypatch.setattr(backends, "measure", lambda *a, **k: pytest.fail("a light home measured its runtimes"))
+        _forget_choices()
+        try:
+            report = run_main(home.settings, echo=lambda _: None)
+            assert report.index["ok"] and report.index["live"] and not report.failed
+            choice = model.ModelChoice()
+            record = json.loads((home.settings.home / "models" / f"{choice.name}@{choice.release}"
+                                 / backends.CHOICE_FILE).read_text())
+            assert record["provisional"]["input_bytes"] == GUIDE.stat().st_size
+            assert (record["backend"], record["precision"]) == backends.ORDER[0]
+            with home.connect() as conn:
+                built = versions.get_version(conn, versions.live_version(conn)).model_id
+            assert built == model.ModelChoice(backend=record["backend"], precision=record["precision"]).id
+        finally:
+            _forget_choices()
