@@ -127,7 +127,10 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         with database.connect() as conn, locks.writer_lock_unless_held(conn, "this index build"):
             live_before = versions.live_version(conn)
             checks = BuildChecks(corpus.sources(), config.expected_chunks, config.carry_failed_sources)
-            outcome = build_index(conn, frame, embedder.model_id, failed, config.switch_live, checks)
+            # A version of a model a run's tag chose is a candidate: only the gate (live_index,
+            # after it in migrate_index) switches it in.
+            switch = config.switch_live and embedder.tagged_model is None
+            outcome = build_index(conn, frame, embedder.model_id, failed, switch, checks)
             live_now = versions.live_version(conn)
         failed = sorted(set(failed) | set(outcome.rejected))
         indexed = sorted(set(ready) - set(outcome.rejected) - set(failed))

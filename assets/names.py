@@ -21,6 +21,10 @@ LAUNCHED_BY_TAG = "lectio/launched_by"
 # file stopped it (the run itself ends successfully, so the checks it never reached read as
 # skipped, not failed).
 FAILED_TAG = "lectio/failed_sources"
+# On a run (or a backfill's runs): the embedding model it embeds and indexes with, in place of the
+# home's: "base", "latest" or an adapted embedder's id (`lectio model show`). The index of such a
+# batch is a candidate, gated by migrate_index before it goes live, as `lectio migrate --embedder`.
+MODEL_TAG = "lectio/embed_model"
 
 # Dagster concurrency pools (dagster.yaml: concurrency, pools): one index build at a time (two
 # builds racing would both try to switch the live index), and the runs that may embed at once (one

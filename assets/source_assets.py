@@ -200,6 +200,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         with database.connect() as conn:
             stats = embed_chunks(conn, chunks, embedder.embedder())
         metadata = {
+            "model": embedder.model_id,
             "chunks": stats.chunks,
             "embedded": stats.embedded,
             "reused_from_cache": stats.reused,

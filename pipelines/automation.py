@@ -65,7 +65,10 @@ from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
-from assets.names import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
+from assets.names import (BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MIGRATE_JOB, MODEL_TAG,
+                          STAGE_TAG)
+from lectio.evaluation.migration_gate import MODEL_TOLERANCES
+from pipelines.migration import GateConfig
 from assets.outcomes import root_cause
 from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -133,7 +136,7 @@ def build_schedules(jobs: dict, sources: list[str]) -> list:
 def build_sensors(jobs: dict) -> list:
     return [
         _source_change_sensor(jobs[INGEST_JOB]),
-        _index_after_batch_sensor(jobs[INDEX_JOB]),
+        _index_after_batch_sensor(jobs[INDEX_JOB], jobs[MIGRATE_JOB]),
         _failed_checks_sensor(),
         _failed_runs_sensor(),
         _orphaned_runs_sensor(),
@@ -192,16 +195,17 @@ def _source_change_sensor(ingest_job):
     return source_changes
 
 
-def _index_after_batch_sensor(index_job):
+def _index_after_batch_sensor(index_job, migrate_job):
     # Every pass of the daemon's 5 s loop: the index follows a UI ingest within seconds, not up
     # to a minute later (source to searchable was 4x `lectio run`). A tick is a few queries.
     @sensor(
         name="index_after_batch",
-        job=index_job,
+        jobs=[index_job, migrate_job],
         minimum_interval_seconds=INDEX_SENSOR_INTERVAL,
         default_status=DefaultSensorStatus.STOPPED,
         description="Builds the index once the ingest runs since the last index (from the UI, a backfill, "
-        "the schedule or a sensor) have all finished.",
+        f"the schedule or a sensor) have all finished; where they carry {MODEL_TAG} (a backfill launched as a "
+        "migration to that model), builds it as a candidate and gates it (migrate_index).",
     )
     def index_after_batch(context: SensorEvaluationContext):
         instance = context.instance
@@ -216,15 +220,31 @@ def _index_after_batch_sensor(index_job):
         failed = _failed_partitions(instance, runs)
         labels = sorted({_batch_label(r.dagster_run) for r in runs})
         key = "index:" + hashlib.sha256("+".join(sorted(r.dagster_run.run_id for r in runs)).encode()).hexdigest()[:16]
-        request = RunRequest(
-            run_key=key,
-            run_config=RunConfig(ops={"search_index": IndexConfig(failed_sources=failed, switch_live=True)}),
-            tags={STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))},
-        )
+        tags = {STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))}
+        request = _index_request(key, failed, tags, _tagged_model(runs))
         through = max(r.update_timestamp.timestamp() for r in runs)
         return SensorResult(run_requests=[request], cursor=index_cursor(through))
 
     return index_after_batch
+
+
+def _tagged_model(records) -> str | None:
+    """The model the newest of these ingest runs was tagged to embed with, None where it was not:
+    the batch's index follows its latest intent."""
+    newest = max(records, key=lambda r: r.create_timestamp.timestamp())
+    return newest.dagster_run.tags.get(MODEL_TAG) or None
+
+
+def _index_request(key: str, failed: list[str], tags: dict[str, str], model: str | None) -> RunRequest:
+    """The index of a batch: built and switched in; or, where its runs embedded with a model a tag
+    chose, built beside the live version with that model, scored and gated, as `lectio migrate
+    --embedder` does, held to no drop beyond noise."""
+    if model is None:
+        return RunRequest(run_key=key, job_name=INDEX_JOB, tags=tags, run_config=RunConfig(
+            ops={"search_index": IndexConfig(failed_sources=failed, switch_live=True)}))
+    return RunRequest(run_key=key, job_name=MIGRATE_JOB, tags={**tags, MODEL_TAG: model}, run_config=RunConfig(
+        ops={"search_index": IndexConfig(failed_sources=failed, switch_live=False),
+             "live_index": GateConfig(tolerances=dict(MODEL_TOLERANCES))}))
 
 
 def index_cursor(through: float) -> str:

@@ -64,9 +64,11 @@ def _fixed_storage(folder: Path) -> IOManagerDefinition:
 
 def _fixed(resource) -> ResourceDefinition:
     """`resource` as it is, with an empty config schema: a run config that names any field of it
-    is refused before the run starts (hardcoded_resource would accept and ignore anything)."""
-    return ResourceDefinition(resource_fn=lambda _: resource, config_schema={},
-                              description=type(resource).__doc__)
+    is refused before the run starts (hardcoded_resource would accept and ignore anything). One
+    that a run's tags may vary (the embedder's model) is made for each run by its `for_run`."""
+    for_run = getattr(resource, "for_run", None)
+    return ResourceDefinition(resource_fn=lambda context: for_run(context.run) if for_run else resource,
+                              config_schema={}, description=type(resource).__doc__)
 
 
 def _owned(asset):

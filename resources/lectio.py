@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import psycopg
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, Failure
 from pydantic import PrivateAttr
 
 from lectio.embedding.model import Embedder, configured_model
@@ -75,10 +75,36 @@ class EmbedderResource(ConfigurableResource):
 
     batch_size: int = 64
     backend: Optional[str] = None
+    # The model a run's lectio/embed_model tag names (assets.names.MODEL_TAG), None: the home's.
+    _tagged: Optional[str] = PrivateAttr(default=None)
+
+    def for_run(self, run) -> EmbedderResource:
+        """This resource for one run: a run tagged with a model (a backfill launched as a
+        migration) embeds with that model; a tag naming none of this home's models fails the run
+        at its start, in one line. A copy: the Definitions hold one instance for every run."""
+        from assets.names import MODEL_TAG
+        from lectio.settings import runtime_settings
+        from lectio.training.embedder import chosen
+
+        tag = run.tags.get(MODEL_TAG) if run is not None else None
+        if not tag:
+            return self
+        try:
+            model = chosen(runtime_settings().home, tag)
+        except ValueError as exc:
+            raise Failure(f"tag {MODEL_TAG}={tag!r}: {exc}") from None
+        tagged = EmbedderResource(batch_size=self.batch_size, backend=self.backend)
+        tagged._tagged = model
+        return tagged
+
+    @property
+    def tagged_model(self) -> Optional[str]:
+        """The model this run's tag chose, None where the run embeds with the home's."""
+        return self._tagged
 
     @cached_property
     def _embedder(self) -> Embedder:
-        return Embedder(batch_size=self.batch_size, backend=self.backend)
+        return Embedder(batch_size=self.batch_size, choice=configured_model(self.backend, self._tagged))
 
     def embedder(self) -> Embedder:
         return self._embedder
@@ -87,4 +113,4 @@ class EmbedderResource(ConfigurableResource):
     def model_id(self) -> str:
         """The id new embeddings are stored under; asking it loads no runtime (a sensor asks
         it every tick)."""
-        return configured_model(self.backend).id
+        return configured_model(self.backend, self._tagged).id

@@ -93,12 +93,12 @@ def fp32_model() -> ModelChoice:
     return ModelChoice(base_of(_named() or MODEL_NAME))
 
 
-def configured_model(backend: str | None = None) -> ModelChoice:
-    """The model new embeddings are made with (configured_name), and its backend and numerics:
-    `backend` where the caller names one, else LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION,
-    and what they leave open as this machine measured fastest among the runtimes close enough to
-    fp32 (lectio.embedding.backends)."""
-    name = configured_name()
+def configured_model(backend: str | None = None, name: str | None = None) -> ModelChoice:
+    """The model new embeddings are made with (`name`, else configured_name), and its backend and
+    numerics: `backend` where the caller names one, else LECTIO_EMBED_BACKEND and
+    LECTIO_EMBED_PRECISION, and what they leave open as this machine measured fastest among the
+    runtimes close enough to fp32 (lectio.embedding.backends)."""
+    name = name or configured_name()
     return _configured(name, backend, backends.stamp(name, release_of(name)))
 
 

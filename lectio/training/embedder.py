@@ -181,6 +181,12 @@ def trained(home: Path) -> list[dict]:
     return sorted(records, key=lambda r: r.get("trained_at", ""), reverse=True)
 
 
+def chosen(home: Path, name: str) -> str:
+    """The model a migration names: "base" (the packaged model), "latest" or an adapted embedder's
+    id; a ValueError naming what there is otherwise."""
+    return MODEL_NAME if name == "base" else find(home, name)
+
+
 def find(home: Path, model_id: str) -> str:
     """The id of an adapted embedder of `home` ("latest": the newest); a ValueError naming what
     there is otherwise."""

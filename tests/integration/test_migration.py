@@ -559,3 +559,62 @@ def test_an_adapted_embedder_comes_in_by_migration_and_the_home_keeps_it_until_i
     with home.connect() as conn:
         assert versions.get_version(conn, None).model_id.startswith(f"{MODEL_NAME}@")
     assert home_choice() is None
+
+
+def test_a_batch_tagged_with_a_trained_model_is_indexed_as_a_gated_migration(home, capsys):
+    """A backfill launched from the UI with lectio/embed_model embeds with that model, and its index
+    is a candidate: the index_after_batch sensor asks migrate_index to build, score and gate it, and
+    a build_index launched with the tag never switches it in by itself."""
+    from dagster import DagsterInstance, build_sensor_context
+
+    from assets.names import INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG
+    from lectio.embedding.packaged import ADAPTED_RELEASE
+    from lectio.index.database import ensure_database
+    from pipelines.automation import index_cursor
+    from pipelines.definitions import build_definitions
+    from pipelines.home import prepare_dagster_env
+
+    capsys.readouterr()
+    assert cli(["model", "adapt", "--steps", "2", "--json"]) == 0  # reused where trained already
+    adapted = json.loads(capsys.readouterr().out)["id"]
+    prepare_dagster_env(home.settings, ensure_database(home.settings))
+    instance = DagsterInstance.get()
+    defs = build_definitions(home.settings.sources_file)
+    with home.connect() as conn:
+        live_before = versions.live_version(conn)
+    quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+    bad = defs.resolve_job_def(INGEST_JOB).execute_in_process(
+        run_config=quiet, instance=instance, partition_key="web", raise_on_error=False, tags={MODEL_TAG: "nothing-adapted"})
+    assert not bad.success
+    since = index_cursor(time.time())
+    for source in ("web", "staff-guide"):
+        ingest = defs.resolve_job_def(INGEST_JOB).execute_in_process(
+            run_config=quiet, instance=instance, partition_key=source, tags={MODEL_TAG: "latest"})
+        embedded = ingest.asset_materializations_for_node("embeddings")[0]
+        assert ingest.success and str(embedded.metadata["model"].value).startswith(f"{adapted}@{ADAPTED_RELEASE}")
+
+    sensor = defs.resolve_sensor_def("index_after_batch")
+    (request,) = sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=since, definitions=defs,
+                                                           resources=defs.resources)).run_requests
+    assert request.job_name == MIGRATE_JOB and request.tags[MODEL_TAG] == "latest"
+    assert request.run_config["ops"]["search_index"]["config"]["switch_live"] is False
+    assert request.run_config["ops"]["live_index"]["config"]["tolerances"] == migration_gate.MODEL_TOLERANCES
+
+    # build_index launched by hand with the tag: a version of the adapted model, not switched in.
+    built = defs.resolve_job_def(INDEX_JOB).execute_in_process(run_config=quiet, instance=instance,
+                                                               tags={MODEL_TAG: "latest"})
+    outcome = built.output_for_node("search_index")
+    with home.connect() as conn:
+        assert versions.get_version(conn, outcome["version"]).model_id.startswith(f"{adapted}@{ADAPTED_RELEASE}")
+        assert not outcome["live"] and versions.live_version(conn) == live_before
+
+    # The migration the sensor asked for: the gate, not the build, decides.
+    config = {**request.run_config, **quiet}
+    config["ops"] = {**config["ops"], "index_evaluation": {"config": {"query_sets": [str(QUERIES)]}}}
+    migrated = defs.resolve_job_def(MIGRATE_JOB).execute_in_process(run_config=config, instance=instance,
+                                                                    tags=request.tags, raise_on_error=False)
+    gate = migrated.output_for_node("live_index")
+    assert gate["candidate"] == outcome["version"] and gate["decision"] in ("switch", "refuse")
+    with home.connect() as conn:
+        assert versions.live_version(conn) == (outcome["version"] if gate["decision"] == "switch" else live_before)
