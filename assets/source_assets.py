@@ -103,6 +103,18 @@ def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, s
     return registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, model)
 
 
+def _index_if_last(context) -> None:
+    """The batch's index asked for now where this run ends it (assets.batches.request_index_now);
+    the index_after_batch sensor asks instead wherever this cannot, so a failure here fails nothing."""
+    from assets.batches import request_index_now  # it reads this module's entry_failure
+
+    try:
+        if index_run := request_index_now(context):
+            context.log.info(f"this run ends its batch: index run {index_run} queued")
+    except Exception as exc:  # noqa: BLE001 - the sensor's next pass asks for the index instead
+        context.log.warning(f"the index is left to the index_after_batch sensor: {exc}")
+
+
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     with known_notices():
         observable = observable_source_asset(
@@ -209,5 +221,6 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         }
         yield Output(chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id), metadata=metadata)
         yield vectors_check(database, chunks["content_hash"], embedder.model_id, context.partition_key)
+        _index_if_last(context)
 
     return [source_inputs, raw_texts, parsed_structure, chunks, embeddings]

@@ -13,7 +13,8 @@ The embedding cache is emptied before every timed run, so each embeds every chun
 
 With --to-searchable, the figure a user feels (issue 37, item 4): the `index_after_batch`
 sensor is on in the daemon, and the UI side is timed from the ingest run's creation to the end of
-the `build_index` run the sensor then requests (the source is searchable); `lectio run`'s side is
+the `build_index` run that follows it (the source is searchable): queued by the ingest run itself
+as it ends its batch (assets.batches), or else by the sensor's next pass; `lectio run`'s side is
 its whole run of the same source (ingest and index). The sensor is stopped while `lectio run`
 works (it holds the writer lock, which a sensor's build would meet). Beside it, in the same
 rounds, `lectio run` as a user types it: a fresh process, timed by the wall clock from its start
@@ -228,18 +229,24 @@ def _sensor(workspace: Path, env: dict, action: str) -> None:
 
 
 def _until_searchable(instance, ingest_seconds: float, phases: dict, timeout: float = 600) -> tuple[float, dict]:
-    """Wait for the build_index run the sensor requests after the ingest run that just ended:
-    the ingest run's seconds plus the wait for the sensor and the index run's queue-to-done."""
+    """Wait for the build_index run that follows the ingest run that just ended (queued by that
+    run itself as it ended, its id in the run's lectio/index_requested tag; else requested by the
+    sensor at its next pass): the ingest run's seconds plus the index run's request, queue and
+    steps. `index_requested` is the index run's creation less the ingest run's end: negative when
+    the ingest run asked for it."""
     from datetime import datetime, timezone
 
     from dagster import DagsterEventType, DagsterRunStatus, RunsFilter
 
+    from assets.names import INDEX_REQUESTED_TAG
+
     (ingest,) = instance.get_run_records(RunsFilter(job_name="ingest_source"), limit=1)  # the one just launched
     ingest_end = ingest.end_time
+    asked = ingest.dagster_run.tags.get(INDEX_REQUESTED_TAG)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        records = instance.get_run_records(RunsFilter(job_name="build_index", created_after=datetime.fromtimestamp(
-            ingest_end, tz=timezone.utc)), limit=1)
+        records = (instance.get_run_records(RunsFilter(run_ids=[asked])) if asked else instance.get_run_records(
+            RunsFilter(job_name="build_index", created_after=datetime.fromtimestamp(ingest_end, tz=timezone.utc)), limit=1))
         if records and records[0].dagster_run.is_finished:
             break
         time.sleep(0.5)
@@ -251,7 +258,7 @@ def _until_searchable(instance, ingest_seconds: float, phases: dict, timeout: fl
     run_id = record.dagster_run.run_id
     stamps = {e.dagster_event_type: e.timestamp for e in instance.all_logs(run_id) if e.is_dagster_event}
     created = record.create_timestamp.timestamp()
-    index = {"sensor_wait": round(created - ingest_end, 1),
+    index = {"index_requested": round(created - ingest_end, 1),
              "sensor_tick_gaps": _tick_gaps(instance, ingest.create_timestamp.timestamp(), created),
              "index_queued_and_start": round(stamps[DagsterEventType.RUN_START] - created, 1),
              "index_steps": round(record.end_time - stamps[DagsterEventType.RUN_START], 1)}

@@ -15,7 +15,9 @@ How they fit together (docs/operations.md tells the operator's side):
   run is queued or running and no backfill of ingest assets is open, it requests one
   `build_index` run, told which of those sources failed (each keeps its last good chunks, the
   rest goes live, and the build's `every_source_indexed` check fails naming them). It ticks
-  on every pass of the daemon's sensor loop (5 s). A sensor rather than a second schedule at,
+  on every pass of the daemon's sensor loop (5 s); with it on, an ingest run that ends its batch
+  asks for the same index itself as its last step ends, so the sensor's pass is not waited for
+  (assets.batches, where the rule lives). A sensor rather than a second schedule at,
   say, 04:00: the index follows the partitions however long they take. Waiting for "nothing in
   progress" rather than for a batch's size makes it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
@@ -33,21 +35,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
-from datetime import datetime, timezone
 
 import psycopg
 from dagster import (
-    AssetKey,
     DagsterEventType,
-    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     EventRecordsFilter,
     RunFailureSensorContext,
-    RunConfig,
     RunRequest,
-    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -57,33 +53,18 @@ from dagster import (
     sensor,
 )
 
-from pipelines.dagster_internals import BulkActionsFilter, BulkActionStatus
-
-from assets.index import SOURCES_CHECK, IndexConfig
-from assets.source_assets import entry_failure
+from assets import batches
+from assets.index import SOURCES_CHECK
 from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
-from assets.names import (BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MIGRATE_JOB, MODEL_TAG,
-                          STAGE_TAG)
-from lectio.evaluation.migration_gate import MODEL_TOLERANCES
-from pipelines.migration import GateConfig
+from assets.names import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG
 from assets.outcomes import root_cause
 from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 NIGHTLY_CRON = "0 2 * * *"
-FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
-NOT_FINISHED = [s for s in DagsterRunStatus if s not in FINISHED and s != DagsterRunStatus.MANAGED]
-OPEN_BACKFILLS = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING]
-INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
-# A run still "started" this long after its last status change has lost its worker (killed,
-# its machine gone): the batch goes on without it, as if it had failed. When the daemon runs,
-# fail_orphaned_runs fails those of a killed `lectio run` within a minute and Dagster's run monitoring
-# (dagster.yaml) any run past 4 h; this covers a daemon that did not.
-# Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
-STALE_RUN_SECONDS = 4 * 3600
 # Under the sensor daemon's loop, which comes round every 5 s, so each pass evaluates the sensor:
 # at 5 s itself a pass that came a moment early found the last tick not yet 5 s old and skipped
 # it, and ticks came 10 s apart as often as 5 s (ui_run_time.py's sensor_tick_gaps).
@@ -199,7 +180,7 @@ def _index_after_batch_sensor(index_job, migrate_job):
     # Every pass of the daemon's 5 s loop: the index follows a UI ingest within seconds, not up
     # to a minute later (source to searchable was 4x `lectio run`). A tick is a few queries.
     @sensor(
-        name="index_after_batch",
+        name=batches.INDEX_SENSOR,
         jobs=[index_job, migrate_job],
         minimum_interval_seconds=INDEX_SENSOR_INTERVAL,
         default_status=DefaultSensorStatus.STOPPED,
@@ -208,118 +189,13 @@ def _index_after_batch_sensor(index_job, migrate_job):
         "migration to that model), builds it as a candidate and gates it (migrate_index).",
     )
     def index_after_batch(context: SensorEvaluationContext):
-        instance = context.instance
-        # Nothing while a source is still being ingested: the index would miss it, and a backfill
-        # still launching its runs is not done either.
-        if busy := _ingest_in_progress(instance):
-            return SkipReason(f"waiting for {busy} to finish")
-        since = max(_cursor_time(context.cursor), _last_index_start(instance))
-        runs = _ingest_runs_since(instance, since)
-        if not runs:
-            return SkipReason("no ingest run finished since the last index")
-        failed = _failed_partitions(instance, runs)
-        labels = sorted({_batch_label(r.dagster_run) for r in runs})
-        key = "index:" + hashlib.sha256("+".join(sorted(r.dagster_run.run_id for r in runs)).encode()).hexdigest()[:16]
-        tags = {STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))}
-        request = _index_request(key, failed, tags, _tagged_model(runs))
-        through = max(r.update_timestamp.timestamp() for r in runs)
-        return SensorResult(run_requests=[request], cursor=index_cursor(through))
+        decision = batches.batch_index(context.instance, context.cursor)
+        if isinstance(decision, str):
+            return SkipReason(decision)
+        request, cursor = decision
+        return SensorResult(run_requests=[request], cursor=cursor)
 
     return index_after_batch
-
-
-def _tagged_model(records) -> str | None:
-    """The model the newest of these ingest runs was tagged to embed with, None where it was not:
-    the batch's index follows its latest intent."""
-    newest = max(records, key=lambda r: r.create_timestamp.timestamp())
-    return newest.dagster_run.tags.get(MODEL_TAG) or None
-
-
-def _index_request(key: str, failed: list[str], tags: dict[str, str], model: str | None) -> RunRequest:
-    """The index of a batch: built and switched in; or, where its runs embedded with a model a tag
-    chose, built beside the live version with that model, scored and gated, as `lectio migrate
-    --embedder` does, held to no drop beyond noise."""
-    if model is None:
-        return RunRequest(run_key=key, job_name=INDEX_JOB, tags=tags, run_config=RunConfig(
-            ops={"search_index": IndexConfig(failed_sources=failed, switch_live=True)}))
-    return RunRequest(run_key=key, job_name=MIGRATE_JOB, tags={**tags, MODEL_TAG: model}, run_config=RunConfig(
-        ops={"search_index": IndexConfig(failed_sources=failed, switch_live=False),
-             "live_index": GateConfig(tolerances=dict(MODEL_TOLERANCES))}))
-
-
-def index_cursor(through: float) -> str:
-    """index_after_batch's cursor: the last update time of the newest ingest run it indexed."""
-    return json.dumps({"through": through})
-
-
-def _cursor_time(cursor: str | None) -> float:
-    state = json.loads(cursor) if cursor else None
-    # An older cursor (a list of indexed batch ids) carries no time: the last index run bounds it.
-    return float(state["through"]) if isinstance(state, dict) else 0.0
-
-
-def _ingests(run) -> bool:
-    """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
-    asset backfills launch those as Dagster's implicit asset job)."""
-    return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
-
-
-def _ingest_in_progress(instance) -> str | None:
-    """What ingest work is still queued or running, in words, or None."""
-    records = instance.get_run_records(filters=RunsFilter(statuses=NOT_FINISHED))
-    runs = [r for r in records if _ingests(r.dagster_run) and not _finished(r)]
-    backfills = [b for b in instance.get_backfills(filters=BulkActionsFilter(statuses=OPEN_BACKFILLS))
-                 if b.job_name == INGEST_JOB or set(b.asset_selection or ()) & INGEST_KEYS]
-    parts = [f"{len(runs)} ingest run(s)" if runs else "", f"{len(backfills)} backfill(s)" if backfills else ""]
-    return " and ".join(p for p in parts if p) or None
-
-
-def _last_index_start(instance) -> float:
-    """When the newest index run was created: whatever finished before it (`lectio run`'s own
-    ingest, say) it has read already."""
-    records = instance.get_run_records(filters=RunsFilter(job_name=INDEX_JOB), limit=1)
-    return records[0].create_timestamp.timestamp() if records else 0.0
-
-
-def _ingest_runs_since(instance, since: float) -> list:
-    """The ingest runs that ended after `since`, and those stuck since then (see _finished)."""
-    after = datetime.fromtimestamp(since, tz=timezone.utc)
-    records = instance.get_run_records(filters=RunsFilter(updated_after=after))
-    return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since]
-
-
-def _failed_partitions(instance, records) -> list[str]:
-    """Sources whose latest run among these did not succeed (a stuck run counts as failed), or
-    succeeded without reading anything because the source's entry failed its check."""
-    latest: dict[str, tuple[float, object]] = {}
-    for record in records:
-        key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
-        if key and (key not in latest or latest[key][0] < stamp):
-            latest[key] = (stamp, record.dagster_run)
-    return sorted(k for k, (_, run) in latest.items() if not _succeeded(instance, run))
-
-
-def _succeeded(instance, run) -> bool:
-    if run.status != DagsterRunStatus.SUCCESS:
-        return False
-    checks = instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
-    return entry_failure(entry.dagster_event for entry in checks) is None
-
-
-def _batch_label(run) -> str:
-    """What requested a run, for the index run's tag: its batch, its backfill, or the run itself."""
-    if batch := run.tags.get(BATCH_TAG):
-        return batch
-    if backfill := run.tags.get("dagster/backfill"):
-        return f"backfill-{backfill}"
-    return f"run-{run.run_id[:8]}"
-
-
-def _finished(record) -> bool:
-    """Ended, or stuck: a run whose worker died stays STARTED forever and would hold the index."""
-    if record.dagster_run.status in FINISHED:
-        return True
-    return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
 
 
 def _deliver(alerts: list[Alert], database: DatabaseResource, settings: Settings, log_fn) -> None:

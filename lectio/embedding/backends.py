@@ -216,17 +216,25 @@ def _provisional(name: str, release: str, pool: list[tuple[str, str]], inputs: i
     name, release = _measured_as(name, release)
     folder = onnx_runtime.model_dir(name, release, home)
     path = folder / CHOICE_FILE
-    with onnx_runtime._locked(folder, ".choice.lock"):
-        found = _read(path)
-        if found is not None and found.get("machine") == machine() and _covers(found, pool):
-            return found  # another process settled it meanwhile
+
+    def provisional(found: dict | None) -> dict:
         kept = (found["backend"], found.get("precision", numerics.DEFAULT)) if found else None
         backend, precision = kept if kept in pool else pool[0]
-        record = {"backend": backend, "precision": precision,
-                  "query": {"backend": backend, "precision": precision} if precision == "fp32" else None,
-                  "provisional": {"input_bytes": inputs, "measure_from_bytes": MEASURE_FROM_BYTES},
-                  "machine": machine()}
-        _write(path, record)
+        return {"backend": backend, "precision": precision,
+                "query": {"backend": backend, "precision": precision} if precision == "fp32" else None,
+                "provisional": {"input_bytes": inputs, "measure_from_bytes": MEASURE_FROM_BYTES},
+                "machine": machine()}
+
+    try:
+        with onnx_runtime._locked(folder, ".choice.lock"):
+            found = _read(path)
+            if found is not None and found.get("machine") == machine() and _covers(found, pool):
+                return found  # another process settled it meanwhile
+            record = provisional(found)
+            _write(path, record)
+    except OSError as exc:  # a home that cannot be written: chosen, not recorded
+        log.warning("cannot record the provisional embedding runtime in %s: %s", folder, exc)
+        record = provisional(_read(path))
     return record | {"file": str(path)}
 
 

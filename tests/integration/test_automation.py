@@ -23,7 +23,7 @@ from dagster import (
 )
 
 from assets.index import IndexConfig
-from pipelines.automation import index_cursor
+from assets.batches import index_cursor
 from pipelines.dagster_internals import BulkActionStatus
 from tests.dagster_internals import PartitionBackfill
 from pipelines.definitions import build_definitions
@@ -218,7 +218,7 @@ def test_definitions_validate_with_schedules_and_sensors(settings):
 def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkeypatch):
     """A run whose worker was killed stays STARTED; the index waits for it only until it is
     stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
-    from pipelines import automation
+    from assets import batches
     from assets.names import BATCH_SIZE_TAG
 
     assert instance.run_monitoring_enabled
@@ -231,7 +231,7 @@ def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkey
     try:
         tick = _sensor_tick(defs, "index_after_batch", instance, since)
         assert not tick.run_requests and "1 ingest run(s)" in tick.skip_message
-        monkeypatch.setattr(automation, "STALE_RUN_SECONDS", 0)
+        monkeypatch.setattr(batches, "STALE_RUN_SECONDS", 0)
         (request,) = _sensor_tick(defs, "index_after_batch", instance, since).run_requests
         assert request.tags["lectio/after_batches"] == batch
         assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == ["web"]

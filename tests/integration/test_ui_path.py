@@ -23,11 +23,11 @@ from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION, LAU
 from dagster_graphql.test.utils import execute_dagster_graphql
 
 from lectio.index import schema, versions
-from pipelines.automation import index_cursor
+from assets.batches import index_cursor
 from tests.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from assets.names import EMBED_POOL, INDEX_JOB, INGEST_JOB
+from assets.names import EMBED_POOL, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_JOB
 from pipelines.run_owners import OWNER_PID_TAG, owner_tags
 from pipelines.runners import run_main
 
@@ -96,6 +96,24 @@ def _wait_until_finished(instance, workspace, run_id: str):
     raise AssertionError(f"run {run_id} still {instance.get_run_by_id(run_id).status.value} after {DEADLINE_S} s")
 
 
+def _workers_gone(instance, run_ids: list[str], timeout: float = 60) -> None:
+    """Wait for the processes that ran these runs to exit: a run reads finished before its worker
+    has closed, and a worker still alive when the session's server stops retries its connection."""
+    pids = {e.dagster_event.pid for r in run_ids for e in instance.all_logs(r) if e.is_dagster_event} - {os.getpid()}
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if _alive(pid)}
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has exited; its parent reaps it
+
+
 def _one_embeds_at_a_time(instance, workspace, run_ids: list[str]) -> None:
     """Item 10: two queued ingest runs and two free run slots, yet the daemon's queue starts only
     the first: both embed, and the `lectio_embed` pool (dagster.yaml's default limit) holds one."""
@@ -140,6 +158,39 @@ def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, 
     with database.connect() as conn:
         live = versions.live_version(conn)
     assert live == built["version"].value and live != live_before
+
+
+def test_with_the_index_sensor_on_the_run_that_ends_its_batch_queues_the_index_itself(ui, database, foreign_sources):
+    """No wait for the sensor daemon's next pass: the launched run's last step creates and queues
+    the batch's index run (the sensor's own rule), tags itself with it, and the sensor then asks
+    for nothing more; the index run, dequeued as the daemon does, builds from the new text."""
+    instance, workspace, sources = ui
+    context = workspace.create_request_context()
+    (location,) = context.code_location_names
+    (repository,) = context.get_code_location(location).get_repositories().values()
+    sensor = repository.get_sensor("index_after_batch")
+    defs = build_definitions(sources)
+    (folder := sources.parent / "rota.txt").write_text(f"Volunteer rota {time.time_ns()}\n\nTea after the service.\n")
+    instance.start_sensor(sensor)
+    try:
+        since = index_cursor(time.time())
+        run = _wait_until_finished(instance, workspace, _launch_from_ui(workspace, INGEST_JOB, "ui-rota"))
+        assert run.status == DagsterRunStatus.SUCCESS
+        index_id = run.tags[INDEX_REQUESTED_TAG]
+        index_run = instance.get_run_by_id(index_id)
+        assert index_run.job_name == INDEX_JOB and index_run.tags["lectio/requested_by"] == run.run_id
+        assert index_run.status == DagsterRunStatus.QUEUED and index_run.remote_job_origin is not None
+        tick = defs.resolve_sensor_def("index_after_batch").evaluate_tick(build_sensor_context(
+            instance=instance, cursor=since, definitions=defs, resources=defs.resources))
+        assert not tick.run_requests and tick.skip_message == "no ingest run finished since the last index"
+    finally:
+        instance.stop_sensor(sensor.get_remote_origin_id(), sensor.selector_id, sensor)
+    built = _wait_until_finished(instance, workspace, index_id)
+    assert built.status == DagsterRunStatus.SUCCESS, built.status
+    _workers_gone(instance, [run.run_id, index_id])
+    with database.connect() as conn:
+        rows = versions.version_chunks(conn, versions.live_version(conn))
+    assert folder.read_text().splitlines()[0] in " ".join(rows["text"])
 
 
 # The Runs tab of a job page (PipelineRunsFeedRoot in the UI) filters by the job's name and the

@@ -1,0 +1,198 @@
+"""Which index a batch of ingest runs asks for, and when: the rule the `index_after_batch` sensor
+ticks on, and the same rule asked by an ingest run itself as it ends (request_index_now), so a
+source launched from the UI is searchable without waiting for the sensor daemon's next pass.
+
+A batch is every ingest run that finished since the last index, however it was started (the UI, a
+backfill, the schedule, the source-change sensor). Its index is asked for once no ingest run is
+queued or running and no backfill of ingest assets is open: one `build_index` run, told which of
+those sources failed; or, where the runs were tagged with a model (assets.names.MODEL_TAG), one
+`migrate_index` run that builds the candidate with that model and gates it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from datetime import datetime, timezone
+
+from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, RunRequest, RunsFilter
+
+from assets.index import IndexConfig
+from assets.names import (BATCH_TAG, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG,
+                          MIGRATE_JOB, MODEL_TAG, STAGE_TAG)
+from assets.source_assets import entry_failure
+from lectio.evaluation.migration_gate import MODEL_TOLERANCES
+from pipelines.dagster_internals import (REPOSITORY_LABEL_TAG, BulkActionsFilter, BulkActionStatus, JobPythonOrigin,
+                                         RemoteInstigatorOrigin, RemoteJobOrigin)
+
+INDEX_SENSOR = "index_after_batch"
+FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+NOT_FINISHED = [s for s in DagsterRunStatus if s not in FINISHED and s != DagsterRunStatus.MANAGED]
+OPEN_BACKFILLS = [BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING]
+INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
+# A run still "started" this long after its last status change has lost its worker (killed,
+# its machine gone): the batch goes on without it, as if it had failed. When the daemon runs,
+# fail_orphaned_runs fails those of a killed `lectio run` within a minute and Dagster's run monitoring
+# (dagster.yaml) any run past 4 h; this covers a daemon that did not.
+# Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
+STALE_RUN_SECONDS = 4 * 3600
+
+log = logging.getLogger(__name__)
+
+
+def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, str] | str:
+    """The index run the batch asks for now, with the sensor's next cursor; or, in words, why
+    none. `ending`: the ingest run that asks as its last step ends (still STARTED; it succeeded)."""
+    # Nothing while a source is still being ingested: the index would miss it, and a backfill
+    # still launching its runs is not done either.
+    if busy := _ingest_in_progress(instance, ending):
+        return f"waiting for {busy} to finish"
+    since = max(_cursor_time(cursor), _last_index_start(instance))
+    records = _ingest_runs_since(instance, since)
+    if not records and ending is None:
+        return "no ingest run finished since the last index"
+    runs = [r.dagster_run for r in records] + ([ending] if ending is not None else [])
+    failed = _failed_partitions(instance, records, ending)
+    labels = sorted({_batch_label(run) for run in runs})
+    key = "index:" + hashlib.sha256("+".join(sorted(run.run_id for run in runs)).encode()).hexdigest()[:16]
+    tags = {STAGE_TAG: "index", "lectio/after_batches": ",".join(labels)[:200], "lectio/after_runs": str(len(runs))}
+    # The batch's index follows its latest intent: the run that ends it, else the newest run.
+    model = (ending.tags if ending is not None else _newest(records).dagster_run.tags).get(MODEL_TAG) or None
+    through = max([r.update_timestamp.timestamp() for r in records] or [time.time()])
+    return _index_request(key, failed, tags, model), index_cursor(through)
+
+
+def request_index_now(context) -> str | None:
+    """Asked by an ingest run as its last step ends: where the run came through the run queue (the
+    UI, a backfill, the schedule or a sensor), `index_after_batch` is on and this run ends its
+    batch, the batch's index run is created and queued now, rather than at the sensor daemon's
+    next pass (it comes round every 5 s, most of a small source's time to searchable). This run
+    is tagged with it, so the sensor does not ask again. Anything else is left to the sensor. The
+    index run's id, or None."""
+    instance, run = context.instance, context.run
+    origin = run.remote_job_origin
+    if origin is None or run.tags.get(LAUNCHED_BY_TAG):
+        return None  # executed in process: `lectio run` and `lectio migrate` build their own index
+    sensor = RemoteInstigatorOrigin(repository_origin=origin.repository_origin, instigator_name=INDEX_SENSOR)
+    state = instance.get_instigator_state(sensor.get_id(), sensor.get_selector().get_id())
+    if state is None or not state.is_running:
+        return None
+    decision = batch_index(instance, state.instigator_data.cursor if state.instigator_data else None, run)
+    if isinstance(decision, str):
+        return None
+    request, _ = decision
+    created = instance.create_run_for_job(
+        job_def=context.repository_def.get_job(request.job_name), run_config=request.run_config,
+        tags={**request.tags, "lectio/requested_by": run.run_id, REPOSITORY_LABEL_TAG: origin.repository_origin.get_label()},
+        status=DagsterRunStatus.NOT_STARTED,
+        remote_job_origin=RemoteJobOrigin(origin.repository_origin, request.job_name),
+        job_code_origin=JobPythonOrigin(request.job_name, run.job_code_origin.repository_origin)
+        if run.job_code_origin else None)
+    try:
+        instance.submit_run(created.run_id, workspace=None)
+    except Exception:
+        # Never left behind unqueued: the newest index run bounds what the sensor asks for.
+        instance.delete_run(created.run_id)
+        raise
+    # Tagged once queued: a tag without a queued index would hide this run from the sensor.
+    instance.add_run_tags(run.run_id, {INDEX_REQUESTED_TAG: created.run_id})
+    return created.run_id
+
+
+def _newest(records):
+    return max(records, key=lambda r: r.create_timestamp.timestamp())
+
+
+def _index_request(key: str, failed: list[str], tags: dict[str, str], model: str | None) -> RunRequest:
+    """The index of a batch: built and switched in; or, where its runs embedded with a model a tag
+    chose, built beside the live version with that model, scored and gated, as `lectio migrate
+    --embedder` does, held to no drop beyond noise."""
+    if model is None:
+        return RunRequest(run_key=key, job_name=INDEX_JOB, tags=tags, run_config=RunConfig(
+            ops={"search_index": IndexConfig(failed_sources=failed, switch_live=True)}))
+    return RunRequest(run_key=key, job_name=MIGRATE_JOB, tags={**tags, MODEL_TAG: model}, run_config=RunConfig(
+        ops={"search_index": IndexConfig(failed_sources=failed, switch_live=False),
+             "live_index": {"config": {"tolerances": dict(MODEL_TOLERANCES)}}}))
+
+
+def index_cursor(through: float) -> str:
+    """index_after_batch's cursor: the last update time of the newest ingest run it indexed."""
+    return json.dumps({"through": through})
+
+
+def _cursor_time(cursor: str | None) -> float:
+    state = json.loads(cursor) if cursor else None
+    # An older cursor (a list of indexed batch ids) carries no time: the last index run bounds it.
+    return float(state["through"]) if isinstance(state, dict) else 0.0
+
+
+def _ingests(run) -> bool:
+    """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
+    asset backfills launch those as Dagster's implicit asset job)."""
+    return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
+
+
+def _ingest_in_progress(instance, ending=None) -> str | None:
+    """What ingest work is still queued or running, besides the run `ending`, in words, or None."""
+    records = instance.get_run_records(filters=RunsFilter(statuses=NOT_FINISHED))
+    runs = [r for r in records if _ingests(r.dagster_run) and not _finished(r)
+            and (ending is None or r.dagster_run.run_id != ending.run_id)]
+    backfills = [b for b in instance.get_backfills(filters=BulkActionsFilter(statuses=OPEN_BACKFILLS))
+                 if b.job_name == INGEST_JOB or set(b.asset_selection or ()) & INGEST_KEYS]
+    parts = [f"{len(runs)} ingest run(s)" if runs else "", f"{len(backfills)} backfill(s)" if backfills else ""]
+    return " and ".join(p for p in parts if p) or None
+
+
+def _last_index_start(instance) -> float:
+    """When the newest index run (a build, or a migration's) was created: whatever finished before
+    it (`lectio run`'s own ingest, say) it has read already."""
+    starts = [records[0].create_timestamp.timestamp() for job in (INDEX_JOB, MIGRATE_JOB)
+              if (records := instance.get_run_records(filters=RunsFilter(job_name=job), limit=1))]
+    return max(starts, default=0.0)
+
+
+def _ingest_runs_since(instance, since: float) -> list:
+    """The ingest runs that ended after `since`, and those stuck since then (see _finished); not
+    those that asked for their batch's index themselves (request_index_now)."""
+    after = datetime.fromtimestamp(since, tz=timezone.utc)
+    records = instance.get_run_records(filters=RunsFilter(updated_after=after))
+    return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since
+            and INDEX_REQUESTED_TAG not in r.dagster_run.tags]
+
+
+def _failed_partitions(instance, records, ending=None) -> list[str]:
+    """Sources whose latest run among these did not succeed (a stuck run counts as failed), or
+    succeeded without reading anything because the source's entry failed its check; the source of
+    the run `ending` (which succeeded) not among them."""
+    latest: dict[str, tuple[float, object]] = {}
+    for record in records:
+        key, stamp = record.dagster_run.tags.get("dagster/partition"), record.create_timestamp.timestamp()
+        if key and (key not in latest or latest[key][0] < stamp):
+            latest[key] = (stamp, record.dagster_run)
+    if ending is not None:
+        latest.pop(ending.tags.get("dagster/partition"), None)
+    return sorted(k for k, (_, run) in latest.items() if not _succeeded(instance, run))
+
+
+def _succeeded(instance, run) -> bool:
+    if run.status != DagsterRunStatus.SUCCESS:
+        return False
+    checks = instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+    return entry_failure(entry.dagster_event for entry in checks) is None
+
+
+def _batch_label(run) -> str:
+    """What requested a run, for the index run's tag: its batch, its backfill, or the run itself."""
+    if batch := run.tags.get(BATCH_TAG):
+        return batch
+    if backfill := run.tags.get("dagster/backfill"):
+        return f"backfill-{backfill}"
+    return f"run-{run.run_id[:8]}"
+
+
+def _finished(record) -> bool:
+    """Ended, or stuck: a run whose worker died stays STARTED forever and would hold the index."""
+    if record.dagster_run.status in FINISHED:
+        return True
+    return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
