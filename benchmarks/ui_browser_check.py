@@ -18,7 +18,14 @@ protocol (no driver to install: `websockets` comes with the Dagster webserver), 
 - the descriptions of `source_inputs` and `live_index`, and `source_inputs`' and the training
   assets' kinds and owners,
 - the `nightly_reembed` schedule's preview: one request per source, each request's tags naming its
-  partition.
+  partition,
+- the `index_after_batch` sensor's page: a batch tagged `lectio/embed_model` (a migration to a
+  trained model, launched as a backfill) is indexed through `migrate_index`, gated.
+- an alert's link: `alert_on_failed_checks` started by the UI's mutation, the broken entry launched
+  as the UI launches it, and the link in the alert the daemon's sensor sends followed to its run,
+  on the port `lectio dev` serves.
+- a transient failure of that sensor: with the `lectio` database refusing connections, its tick
+  says so in one line on its page (no traceback), and the next tick sends the alert it held.
 
 Each page is checked by what its text says; screenshots go to --out. Last, `lectio dev`'s own
 output must hold no Python traceback. Exit status 0 when every assertion held, 1 when one did
@@ -99,6 +106,8 @@ def main() -> int:
         browser = Browser(args.chromium, home / "chromium")
         started = time.monotonic()
         _pages(browser, base, out, check)
+        _alert_link(browser.page, base, home, out, check)
+        _alert_retried(browser.page, base, home, env, out, check)
         print(f"browser pages: {time.monotonic() - started:.1f}s; screenshots in {out}")
     finally:
         if browser is not None:
@@ -249,6 +258,12 @@ def _pages(browser: "Browser", base: str, out: Path, check: "Checks") -> None:
     check.that("a request's tags name its partition", f"partition: {check.sources[1]}" in tags,
                [line for line in tags.splitlines() if line.startswith(("partition", "lectio/"))])
 
+    # A migration to a trained model, launchable as a backfill: the sensor that follows it says how.
+    text = page.open(f"{base}/locations/lectio/sensors/index_after_batch", until=["migrate_index", "Description"])
+    page.screenshot(out / "index_sensor.png")
+    check.that("index_after_batch says a batch tagged lectio/embed_model is gated through migrate_index",
+               "lectio/embed_model" in text and "migrate_index" in text, _line(text, "migrate_index"))
+
 
 class Checks:
     def __init__(self):
@@ -361,6 +376,129 @@ def _after(text: str, heading: str) -> str:
     """The text following a heading on the page, on one line."""
     rest = text.split(heading, 1)[1] if heading in text else ""
     return " ".join(rest.split())[:400]
+
+
+def _alert_link(page, base: str, home: Path, out: Path, check: "Checks") -> None:
+    """Item 4: an alert sent while `lectio dev --port P` serves links to P. alert_on_failed_checks
+    is turned on as in the UI (its first tick watches from then on), the broken entry's ingest is
+    launched as the UI launches it, and the alert the daemon's sensor writes to the home's alert
+    log (LECTIO_ALERT_LOG's default) is followed in the browser to the run it names."""
+    where = _where(base)
+    started = _graphql(base, "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }",
+                       {"s": {**where, "sensorName": "alert_on_failed_checks"}})
+    check.that("alert_on_failed_checks starts from the UI's mutation", started["startSensor"]["__typename"] == "Sensor",
+               started["startSensor"])
+    time.sleep(12)  # its first tick (the daemon comes round every 5 s) sets where it watches from
+    run_id = _launch_bad_entry(base, where)
+    try:
+        sent = _wait_for(lambda: _alert_for(home, run_id), 180, "the failed check's alert") if run_id else None
+    except TimeoutError:
+        sent = None
+    link = (sent or {}).get("run_url", "")
+    check.that("the alert's link is on the port lectio dev serves", link.startswith(f"{base}/runs/{run_id}"), link)
+    text = page.open(link, until=["ingest_source"]) if link else ""
+    page.screenshot(out / "alert_link.png")
+    check.that("the alert's link opens its run in the UI", "ingest_source" in text and run_id[:8] in text,
+               _line(text, run_id[:8]) or _line(text, "ingest_source"))
+
+
+def _alert_retried(page, base: str, home: Path, env: dict, out: Path, check: "Checks") -> None:
+    """Item 6: while lectio's database refuses connections, alert_on_failed_checks's tick says so
+    in one line, with no traceback, on the sensor's page, and the next tick once it accepts them
+    again sends the alert it held (the cursor stayed). Connections to the `lectio` database are
+    refused the way an operator would (ALLOW_CONNECTIONS false, set from the `dagster` database on
+    the same server, which the UI and the daemon go on using)."""
+    where = _where(base)
+    _allow_connections(env, False)
+    try:
+        launched = _launch_bad_entry(base, where)
+        ticks = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) { ... on Sensor {
+          sensorState { ticks(limit: 3) { status skipReason error { message } } } } } }"""
+        selector = {"s": {**where, "sensorName": "alert_on_failed_checks"}}
+
+        def refused():
+            found = _graphql(base, ticks, selector)["sensorOrError"]["sensorState"]["ticks"]
+            return next((t for t in found if "alerts not sent this tick" in (t.get("skipReason") or "")), None)
+
+        try:
+            tick = _wait_for(refused, 150, "a tick that met the refused database")
+        except TimeoutError:
+            tick = None
+    finally:
+        _allow_connections(env, True)
+    reason = (tick or {}).get("skipReason") or ""
+    check.that("a tick that cannot reach the database says why in one line", "\n" not in reason.strip()
+               and "not currently accepting connections" in reason, reason[:200])
+    page.open(f"{base}/locations/lectio/sensors/alert_on_failed_checks", until=["0 runs requested"])
+    text = _tick_reason(page, "alerts not sent this tick")
+    page.screenshot(out / "alert_sensor_refused.png")
+    check.that("the sensor's page shows that line, and no traceback", "alerts not sent this tick" in text
+               and "Traceback" not in text, _line(text, "alerts not sent"))
+    try:
+        sent = _wait_for(lambda: _alert_for(home, launched), 150, "the held alert") if launched else None
+    except TimeoutError:
+        sent = None
+    check.that("the next tick sends the alert it held", sent is not None, (sent or {}).get("title"))
+
+
+def _tick_reason(page, words: str) -> str:
+    """The page's text once a tick's result, opened from the sensor's tick table (each row's
+    "0 runs requested" in turn), shows `words`; "" where none does."""
+    rows = page.eval("document.querySelectorAll('tbody tr').length") or 0
+    for row in range(rows):
+        page.eval(f"""(() => {{
+            const cells = document.querySelectorAll('tbody tr')[{row}].querySelectorAll('td');
+            const result = [...cells].map(c => c.querySelector('button, a, [role=button]'))
+                .find(e => e && e.innerText.trim() === '0 runs requested');
+            if (result) result.click(); }})()""")
+        if text := page.wait(lambda: page.holding(words), 5):
+            return text
+        page.send("Input.dispatchKeyEvent", type="keyDown", key="Escape", code="Escape", windowsVirtualKeyCode=27)
+        time.sleep(0.5)
+    return ""
+
+
+def _allow_connections(env: dict, allowed: bool) -> None:
+    script = ("import sys, psycopg\n"
+              "from lectio.index.database import ensure_database, with_database\n"
+              "from lectio.settings import load_settings\n"
+              "url = with_database(ensure_database(load_settings()).url, 'dagster')\n"
+              "with psycopg.connect(url, autocommit=True) as conn:\n"
+              "    conn.execute(f'ALTER DATABASE lectio ALLOW_CONNECTIONS {sys.argv[1]}')\n")
+    subprocess.run([sys.executable, "-c", script, "true" if allowed else "false"], cwd=PROJECT, env=env, check=True,
+                   capture_output=True)
+
+
+def _where(base: str) -> dict:
+    """The code location's selector as the UI's mutations take it."""
+    (repository,) = _graphql(base, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }")[
+        "repositoriesOrError"]["nodes"]
+    return {"repositoryLocationName": repository["location"]["name"], "repositoryName": repository["name"]}
+
+
+def _launch_bad_entry(base: str, where: dict) -> str:
+    """The broken entry's ingest, launched as the UI's Materialize launches it; its run id."""
+    launched = _graphql(base, LAUNCH, {"p": {"selector": {**where, "jobName": "ingest_source"},
+                                            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": BAD_ENTRY}]}}})
+    return launched["launchPipelineExecution"].get("run", {}).get("runId", "")
+
+
+def _alert_for(home: Path, run_id: str) -> dict | None:
+    """The alert about `run_id` in the home's alert log (LECTIO_ALERT_LOG's default), if sent."""
+    log = home / "alerts.jsonl"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return next((a for a in map(json.loads, lines) if a.get("run_id") == run_id and a.get("run_url")), None)
+
+
+LAUNCH = """mutation($p: ExecutionParams!) { launchPipelineExecution(executionParams: $p) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+
+
+def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    request = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["data"]
 
 
 def _get(url: str) -> str:
