@@ -25,7 +25,7 @@ FAILED_TAG = "lectio/failed_sources"
 # home's: "base", "latest" or an adapted embedder's id (`lectio model show`). The index of such a
 # batch is a candidate, gated by migrate_index before it goes live, as `lectio migrate --embedder`.
 MODEL_TAG = "lectio/embed_model"
-# On an ingest run that asked for its batch's index itself as it ended (assets.batches): that
+# On an ingest run that asked for its batch's index itself as it ended (pipelines.batches): that
 # index run's id, so the index_after_batch sensor does not ask again.
 INDEX_REQUESTED_TAG = "lectio/index_requested"
 

@@ -11,6 +11,7 @@ marks only the sources that ruleset chunks.
 
 import os
 import re
+from collections.abc import Callable
 
 from dagster import (
     AssetCheckResult,
@@ -22,6 +23,7 @@ from dagster import (
     DataVersion,
     DataVersionsByPartition,
     PartitionsDefinition,
+    ResourceParam,
     asset,
     observable_source_asset,
 )
@@ -101,18 +103,6 @@ def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, s
     if context.has_partition_key:
         return registry.input_fingerprints_of(corpus.sources_path, corpus.corpus_path, [context.partition_key], model)
     return registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, model)
-
-
-def _index_if_last(context) -> None:
-    """The batch's index asked for now where this run ends it (assets.batches.request_index_now);
-    the index_after_batch sensor asks instead wherever this cannot, so a failure here fails nothing."""
-    from assets.batches import request_index_now  # it reads this module's entry_failure
-
-    try:
-        if index_run := request_index_now(context):
-            context.log.info(f"this run ends its batch: index run {index_run} queued")
-    except Exception as exc:  # noqa: BLE001 - the sensor's next pass asks for the index instead
-        context.log.warning(f"the index is left to the index_after_batch sensor: {exc}")
 
 
 def build_source_assets(partitions_def: PartitionsDefinition) -> list:
@@ -207,7 +197,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     # on why no per-source check may be offered alone.
     @asset(partitions_def=partitions_def, group_name="embed", check_specs=[vectors_spec(partitions_def)],
            pool=EMBED_POOL, kinds={"postgres"}, owners=OWNERS)
-    def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource, chunks):
+    def embeddings(context: AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource,
+                   index_requests: ResourceParam[Callable], chunks):
         """Vectors for every chunk, through the cache keyed by (content hash, model id)."""
         with database.connect() as conn:
             stats = embed_chunks(conn, chunks, embedder.embedder())
@@ -221,6 +212,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         }
         yield Output(chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id), metadata=metadata)
         yield vectors_check(database, chunks["content_hash"], embedder.model_id, context.partition_key)
-        _index_if_last(context)
+        # Stored: the batch's index may be asked for now, where this run ends its batch.
+        index_requests(context)
 
     return [source_inputs, raw_texts, parsed_structure, chunks, embeddings]

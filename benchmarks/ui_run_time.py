@@ -14,7 +14,7 @@ The embedding cache is emptied before every timed run, so each embeds every chun
 With --to-searchable, the figure a user feels (issue 37, item 4): the `index_after_batch`
 sensor is on in the daemon, and the UI side is timed from the ingest run's creation to the end of
 the `build_index` run that follows it (the source is searchable): queued by the ingest run itself
-as it ends its batch (assets.batches), or else by the sensor's next pass; `lectio run`'s side is
+as it ends its batch (pipelines.batches), or else by the sensor's next pass; `lectio run`'s side is
 its whole run of the same source (ingest and index). The sensor is stopped while `lectio run`
 works (it holds the writer lock, which a sensor's build would meet). Beside it, in the same
 rounds, `lectio run` as a user types it: a fresh process, timed by the wall clock from its start

@@ -17,7 +17,7 @@ How they fit together (docs/operations.md tells the operator's side):
   rest goes live, and the build's `every_source_indexed` check fails naming them). It ticks
   on every pass of the daemon's sensor loop (5 s); with it on, an ingest run that ends its batch
   asks for the same index itself as its last step ends, so the sensor's pass is not waited for
-  (assets.batches, where the rule lives). A sensor rather than a second schedule at,
+  (pipelines.batches, where the rule lives). A sensor rather than a second schedule at,
   say, 04:00: the index follows the partitions however long they take. Waiting for "nothing in
   progress" rather than for a batch's size makes it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
@@ -53,7 +53,7 @@ from dagster import (
     sensor,
 )
 
-from assets import batches
+from pipelines import batches
 from assets.index import SOURCES_CHECK
 from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts

@@ -12,7 +12,7 @@ from dagster._core.events import JobFailureData, RunFailureReason  # noqa: F401
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus  # noqa: F401
 # An in-process run recorded under the code location the UI shows (its origin and label).
 from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin  # noqa: F401
-# An ingest run queues its batch's index itself (assets.batches): the new run's origins, and the
+# An ingest run queues its batch's index itself (pipelines.batches): the new run's origins, and the
 # index_after_batch sensor's, whose stored state says whether it is on.
 from dagster._core.origin import JobPythonOrigin  # noqa: F401
 from dagster._core.remote_origin import RemoteInstigatorOrigin  # noqa: F401

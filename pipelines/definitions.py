@@ -8,6 +8,7 @@ from pathlib import Path
 from dagster import (
     Definitions,
     ExecutorDefinition,
+    Failure,
     ResourceDefinition,
     IOManagerDefinition,
     SourceAsset,
@@ -22,9 +23,10 @@ from assets.source_assets import OWNERS, SOURCE_INPUTS
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
+from pipelines.batches import request_index_now
 from pipelines.dagster_internals import PickledObjectFilesystemIOManager, create_external_asset_from_source_asset
 from pipelines.migration import build_migration_assets, build_migration_jobs
-from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, STAGE_TAG
+from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 
@@ -64,11 +66,19 @@ def _fixed_storage(folder: Path) -> IOManagerDefinition:
 
 def _fixed(resource) -> ResourceDefinition:
     """`resource` as it is, with an empty config schema: a run config that names any field of it
-    is refused before the run starts (hardcoded_resource would accept and ignore anything). One
-    that a run's tags may vary (the embedder's model) is made for each run by its `for_run`."""
-    for_run = getattr(resource, "for_run", None)
-    return ResourceDefinition(resource_fn=lambda context: for_run(context.run) if for_run else resource,
-                              config_schema={}, description=type(resource).__doc__)
+    is refused before the run starts (hardcoded_resource would accept and ignore anything). The
+    embedder is made for each run: a run tagged with a model (MODEL_TAG, a backfill launched as a
+    migration) embeds with it, and a tag naming no model of the home fails the run at its start."""
+    def made(context):
+        if not isinstance(resource, EmbedderResource):
+            return resource
+        tag = context.run.tags.get(MODEL_TAG) if context.run is not None else None
+        try:
+            return resource.with_model(tag)
+        except ValueError as exc:
+            raise Failure(f"tag {MODEL_TAG}={tag!r}: {exc}") from None
+
+    return ResourceDefinition(resource_fn=made, config_schema={}, description=type(resource).__doc__)
 
 
 def _owned(asset):
@@ -119,6 +129,9 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
         resources={
             **lectio_resources(settings, sources_file),
             "io_manager": _fixed_storage(settings.storage_dir),
+            # What the embeddings step asks as it ends: its batch's index, where it ends the batch.
+            "index_requests": ResourceDefinition.hardcoded_resource(
+                request_index_now, "Asks for the batch's index as the ingest run that ends it ends (pipelines.batches)."),
         },
     )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import psycopg
-from dagster import ConfigurableResource, Failure
+from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 
 from lectio.embedding.model import Embedder, configured_model
@@ -75,26 +75,19 @@ class EmbedderResource(ConfigurableResource):
 
     batch_size: int = 64
     backend: Optional[str] = None
-    # The model a run's lectio/embed_model tag names (assets.names.MODEL_TAG), None: the home's.
+    # The model a run's tag chose (with_model; pipelines.definitions), None: the home's.
     _tagged: Optional[str] = PrivateAttr(default=None)
 
-    def for_run(self, run) -> EmbedderResource:
-        """This resource for one run: a run tagged with a model (a backfill launched as a
-        migration) embeds with that model; a tag naming none of this home's models fails the run
-        at its start, in one line. A copy: the Definitions hold one instance for every run."""
-        from assets.names import MODEL_TAG
+    def with_model(self, name: str | None) -> EmbedderResource:
+        """This resource embedding with `name` ("base", "latest" or an adapted embedder's id), a
+        copy; itself where `name` is None. A ValueError where the home has no such model."""
         from lectio.settings import runtime_settings
         from lectio.training.embedder import chosen
 
-        tag = run.tags.get(MODEL_TAG) if run is not None else None
-        if not tag:
+        if not name:
             return self
-        try:
-            model = chosen(runtime_settings().home, tag)
-        except ValueError as exc:
-            raise Failure(f"tag {MODEL_TAG}={tag!r}: {exc}") from None
         tagged = EmbedderResource(batch_size=self.batch_size, backend=self.backend)
-        tagged._tagged = model
+        tagged._tagged = chosen(runtime_settings().home, name)
         return tagged
 
     @property

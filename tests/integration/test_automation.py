@@ -23,7 +23,7 @@ from dagster import (
 )
 
 from assets.index import IndexConfig
-from assets.batches import index_cursor
+from pipelines.batches import index_cursor
 from pipelines.dagster_internals import BulkActionStatus
 from tests.dagster_internals import PartitionBackfill
 from pipelines.definitions import build_definitions
@@ -218,7 +218,7 @@ def test_definitions_validate_with_schedules_and_sensors(settings):
 def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkeypatch):
     """A run whose worker was killed stays STARTED; the index waits for it only until it is
     stale, then treats its source as failed. Dagster's run monitoring is on for the daemon."""
-    from assets import batches
+    from pipelines import batches
     from assets.names import BATCH_SIZE_TAG
 
     assert instance.run_monitoring_enabled

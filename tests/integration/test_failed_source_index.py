@@ -19,7 +19,7 @@ from dagster import AssetCheckSeverity, DagsterInstance, build_sensor_context, i
 
 from assets.index import SOURCES_CHECK
 from lectio.index import versions
-from assets.batches import index_cursor
+from pipelines.batches import index_cursor
 from pipelines.automation import INDEX_SENSOR_INTERVAL
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env

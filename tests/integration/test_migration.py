@@ -570,7 +570,7 @@ def test_a_batch_tagged_with_a_trained_model_is_indexed_as_a_gated_migration(hom
     from assets.names import INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG
     from lectio.embedding.packaged import ADAPTED_RELEASE
     from lectio.index.database import ensure_database
-    from assets.batches import index_cursor
+    from pipelines.batches import index_cursor
     from pipelines.definitions import build_definitions
     from pipelines.home import prepare_dagster_env
 

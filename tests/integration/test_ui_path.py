@@ -23,7 +23,7 @@ from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION, LAU
 from dagster_graphql.test.utils import execute_dagster_graphql
 
 from lectio.index import schema, versions
-from assets.batches import index_cursor
+from pipelines.batches import index_cursor
 from tests.dagster_internals import file_workspace, run_coordinator
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env

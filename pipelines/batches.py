@@ -1,6 +1,7 @@
 """Which index a batch of ingest runs asks for, and when: the rule the `index_after_batch` sensor
-ticks on, and the same rule asked by an ingest run itself as it ends (request_index_now), so a
-source launched from the UI is searchable without waiting for the sensor daemon's next pass.
+ticks on, and the same rule asked by an ingest run itself as it ends (request_index_now, handed to
+the `embeddings` asset as its `index_requests` resource), so a source launched from the UI is
+searchable without waiting for the sensor daemon's next pass.
 
 A batch is every ingest run that finished since the last index, however it was started (the UI, a
 backfill, the schedule, the source-change sensor). Its index is asked for once no ingest run is
@@ -64,12 +65,24 @@ def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, 
 
 
 def request_index_now(context) -> str | None:
-    """Asked by an ingest run as its last step ends: where the run came through the run queue (the
-    UI, a backfill, the schedule or a sensor), `index_after_batch` is on and this run ends its
-    batch, the batch's index run is created and queued now, rather than at the sensor daemon's
-    next pass (it comes round every 5 s, most of a small source's time to searchable). This run
-    is tagged with it, so the sensor does not ask again. Anything else is left to the sensor. The
-    index run's id, or None."""
+    """Asked by an ingest run as its last step ends (the `embeddings` asset's `index_requests`
+    resource): where the run came through the run queue (the UI, a backfill, the schedule or a
+    sensor), `index_after_batch` is on and this run ends its batch, the batch's index run is
+    created and queued now, rather than at the sensor daemon's next pass (it comes round every
+    5 s, most of a small source's time to searchable). This run is tagged with it, so the sensor
+    does not ask again. Anything else is left to the sensor, and so is a failure here: it is
+    logged and fails nothing. The index run's id, or None."""
+    try:
+        index_run = _request_index_now(context)
+    except Exception as exc:  # noqa: BLE001 - the sensor's next pass asks for the index instead
+        context.log.warning(f"the index is left to the index_after_batch sensor: {exc}")
+        return None
+    if index_run:
+        context.log.info(f"this run ends its batch: index run {index_run} queued")
+    return index_run
+
+
+def _request_index_now(context) -> str | None:
     instance, run = context.instance, context.run
     origin = run.remote_job_origin
     if origin is None or run.tags.get(LAUNCHED_BY_TAG):
