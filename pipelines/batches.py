@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 from datetime import datetime, timezone
 
@@ -38,8 +37,6 @@ INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
 # (dagster.yaml) any run past 4 h; this covers a daemon that did not.
 # Longer than the slowest ingest run (the full WEB, cold, about an hour on 2 cores).
 STALE_RUN_SECONDS = 4 * 3600
-
-log = logging.getLogger(__name__)
 
 
 def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, str] | str:
