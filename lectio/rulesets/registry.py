@@ -9,7 +9,6 @@ every ruleset is held here to the contract it states (lectio.rulesets.base).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -143,13 +142,23 @@ def input_bytes(sources_file: Path, corpus_dir: Path) -> int | None:
         written = Path(sources_file).stat()
     except OSError:
         return 0  # no sources file: its runs fail with their own error
-    return _weighed(Path(sources_file), (written.st_mtime_ns, written.st_size), Path(corpus_dir))
+    # Once per sources file as written: each source's run in `lectio run`'s process settles the
+    # runtime, and weighing every entry in each of N runs would cost O(N²). A weight not known
+    # yet is not kept: the modules are fetched, and weighed, next.
+    key = (Path(sources_file), written.st_mtime_ns, written.st_size, Path(corpus_dir))
+    if key not in _WEIGHED:
+        weight = _weighed(Path(sources_file), Path(corpus_dir))
+        if weight is None:
+            return None
+        _WEIGHED.clear()
+        _WEIGHED[key] = weight
+    return _WEIGHED[key]
 
 
-@lru_cache(maxsize=4)
-def _weighed(sources_file: Path, _stamp: tuple, corpus_dir: Path) -> int | None:
-    """input_bytes, once per sources file as written: each source's run in `lectio run`'s process
-    settles the runtime, and weighing every entry in each of N runs would cost O(N²)."""
+_WEIGHED: dict[tuple, int] = {}
+
+
+def _weighed(sources_file: Path, corpus_dir: Path) -> int | None:
     total = 0
     for entry in read_entries(sources_file):
         try:

@@ -67,3 +67,15 @@ def test_a_light_homes_first_run_measures_nothing_and_indexes_on_the_provisional
             assert built == model.ModelChoice(backend=record["backend"], precision=record["precision"]).id
         finally:
             _forget_choices()
+
+
+def test_a_weight_not_known_before_the_modules_are_fetched_is_weighed_again_after(fixture_sources, settings, tmp_path):
+    import shutil
+
+    from lectio.readers.changes import fetch_missing_modules
+
+    fetch_missing_modules(fixture_sources, settings.corpus_dir)
+    corpus = tmp_path / "corpus"
+    assert input_bytes(fixture_sources, corpus) is None  # no module fetched into this corpus yet
+    shutil.copytree(Path(settings.corpus_dir) / "sword", corpus / "sword")  # as fetching puts them there
+    assert 0 < input_bytes(fixture_sources, corpus) < backends.MEASURE_FROM_BYTES
