@@ -41,9 +41,9 @@ def lectio_resources(settings: Settings, sources_file: Path) -> dict:
     resources = {
         "corpus": CorpusResource(sources_file=str(sources_file), corpus_dir=env("LECTIO_CORPUS_DIR", settings.corpus_dir)),
         "database": DatabaseResource(home=env("LECTIO_HOME", settings.home), url=env("DATABASE_URL", None)),
-        "embedder": EmbedderResource(backend=env("LECTIO_EMBED_BACKEND", None)),
     }
-    return {key: _fixed(value) for key, value in resources.items()}
+    embedder = EmbedderResource(backend=env("LECTIO_EMBED_BACKEND", None))
+    return {**{key: _fixed(value) for key, value in resources.items()}, "embedder": _per_run(embedder)}
 
 
 class StepOutputs(PickledObjectFilesystemIOManager):
@@ -66,19 +66,23 @@ def _fixed_storage(folder: Path) -> IOManagerDefinition:
 
 def _fixed(resource) -> ResourceDefinition:
     """`resource` as it is, with an empty config schema: a run config that names any field of it
-    is refused before the run starts (hardcoded_resource would accept and ignore anything). The
-    embedder is made for each run: a run tagged with a model (MODEL_TAG, a backfill launched as a
-    migration) embeds with it, and a tag naming no model of the home fails the run at its start."""
+    is refused before the run starts (hardcoded_resource would accept and ignore anything)."""
+    return ResourceDefinition(resource_fn=lambda _: resource, config_schema={},
+                              description=type(resource).__doc__)
+
+
+def _per_run(embedder: EmbedderResource) -> ResourceDefinition:
+    """The embedder as _fixed, made for each run: a run tagged with a model (MODEL_TAG, a backfill
+    launched as a migration) embeds with it, and a tag naming no model of the home fails the run
+    at its start."""
     def made(context):
-        if not isinstance(resource, EmbedderResource):
-            return resource
         tag = context.run.tags.get(MODEL_TAG) if context.run is not None else None
         try:
-            return resource.with_model(tag)
+            return embedder.with_model(tag)
         except ValueError as exc:
             raise Failure(f"tag {MODEL_TAG}={tag!r}: {exc}") from None
 
-    return ResourceDefinition(resource_fn=made, config_schema={}, description=type(resource).__doc__)
+    return ResourceDefinition(resource_fn=made, config_schema={}, description=type(embedder).__doc__)
 
 
 def _owned(asset):

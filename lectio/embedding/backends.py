@@ -186,8 +186,7 @@ def settled(name: str, release: str, home: Path | None = None) -> bool:
     if len(pool) == 1:
         return True
     found = recorded(name, release, home)
-    return (found is not None and not found.get("provisional") and found.get("machine") == machine()
-            and _covers(found, pool))
+    return _holds(found, pool) and not found.get("provisional")
 
 
 def settle(name: str, release: str, inputs: int | None, home: Path | None = None) -> dict | None:
@@ -204,7 +203,7 @@ def settle(name: str, release: str, inputs: int | None, home: Path | None = None
     if inputs is None or inputs >= MEASURE_FROM_BYTES:
         return measured(name, release, pool, home, provisional_ok=False)
     found = recorded(name, release, home)
-    if found is not None and found.get("machine") == machine() and _covers(found, pool):
+    if _holds(found, pool):
         return found
     return _provisional(name, release, pool, inputs, home)
 
@@ -228,7 +227,7 @@ def _provisional(name: str, release: str, pool: list[tuple[str, str]], inputs: i
     try:
         with onnx_runtime._locked(folder, ".choice.lock"):
             found = _read(path)
-            if found is not None and found.get("machine") == machine() and _covers(found, pool):
+            if _holds(found, pool):
                 return found  # another process settled it meanwhile
             record = provisional(found)
             _write(path, record)
@@ -284,8 +283,7 @@ def measured(name: str, release: str, pool: list[tuple[str, str]] | None = None,
     here = machine()
 
     def usable(found):
-        return (found is not None and found.get("machine") == here and not again and _covers(found, pool)
-                and (provisional_ok or not found.get("provisional")))
+        return not again and _holds(found, pool, here) and (provisional_ok or not found.get("provisional"))
 
     record = _read(path)
     if usable(record):
@@ -307,6 +305,11 @@ def _measured_as(name: str, release: str) -> tuple[str, str]:
     (the same layers and shapes, so the same speed and the same numerics' behaviour)."""
     base = base_of(name)
     return (name, release) if base == name else (base, release_of(base))
+
+
+def _holds(record: dict | None, pool: list[tuple[str, str]], here: dict | None = None) -> bool:
+    """Whether a record answers for this machine (`here`, else machine()) and `pool`."""
+    return record is not None and record.get("machine") == (here or machine()) and _covers(record, pool)
 
 
 def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
