@@ -168,7 +168,7 @@ def _migrate_options(migrate: argparse.ArgumentParser) -> None:
                               "it when the gate switches, which needs no guarded metric (recall@20, MRR, nDCG@10, "
                               "budget recall) to drop beyond noise")
     migrate.add_argument("--queries", nargs="+", metavar="Q.jsonl",
-                         help="labelled query sets to gate on (default data/queries/theology.jsonl)")
+                         help="labelled query sets to gate on, each FILE (every query) or FILE:dev / FILE:test (default the dev parts of data/queries/theology, henry_catechism and openbible_topics)")
     migrate.add_argument("--tolerance", type=float, help="largest recall@20 drop allowed (default 0.03)")
     migrate.add_argument("--tolerance-for", action="append", default=[], metavar="METRIC=DROP",
                          help="guard another metric, or 'METRIC=off' to stop guarding it (default guards: "

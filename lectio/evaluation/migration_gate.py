@@ -33,11 +33,16 @@ from lectio.index import versions
 from lectio.index.retention import DEFAULT_KEEP, retain
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.paired import paired_interval
-from lectio.evaluation.querysets import Query, load_queries
+from lectio.evaluation.querysets import PARTS, Query, load_queries, select_part
 from lectio.settings import PROJECT_ROOT
 from lectio.sources import Source, SourceError
 
-DEFAULT_QUERY_SETS = (PROJECT_ROOT / "data" / "queries" / "theology.jsonl",)
+# The gate decides which rules go live, so it reads the dev parts only (the test parts are for
+# reporting). Besides the hand-written theology set, the readers' own questions and typed topics,
+# labelled outside the project: a chunking that answered quotations and lost readers' questions
+# would otherwise pass.
+DEFAULT_QUERY_SETS = tuple(f"{PROJECT_ROOT / 'data' / 'queries' / name}.jsonl:dev"
+                           for name in ("theology", "henry_catechism", "openbible_topics"))
 # Metric → the largest drop allowed, on the metrics' 0–1 scale. Besides recall@20, the usual
 # measure of a chunking change, recall within the token budget is guarded: a coarser chunking
 # covers more verses per hit, so recall@20 alone rewards chunks that spend the budget (budget
@@ -99,14 +104,22 @@ class GateResult:
 # ---------------------------------------------------------------- scoring
 
 
+def split_spec(spec: Path | str) -> tuple[Path, str]:
+    """A query set as the gate is given it: "FILE" (every query) or "FILE:dev" / "FILE:test"
+    (that part of it)."""
+    text = str(spec)
+    head, _, tail = text.rpartition(":")
+    return (Path(head), tail) if head and tail in PARTS else (Path(text), "all")
+
+
 def load_query_sets(paths: Sequence[Path | str] | None = None) -> dict[str, list[Query]]:
-    """Query sets by name (the file's stem), default the hand-written theology set."""
+    """Query sets by name (the file's stem), default DEFAULT_QUERY_SETS."""
     sets: dict[str, list[Query]] = {}
-    for path in paths or DEFAULT_QUERY_SETS:
-        path = Path(path)
+    for spec in paths or DEFAULT_QUERY_SETS:
+        path, part = split_spec(spec)
         if path.stem in sets:
             raise ValueError(f"two query sets are named {path.stem!r}; rename one of the files")
-        sets[path.stem] = load_queries(path)
+        sets[path.stem] = select_part(load_queries(path), part)
     if not sets:
         raise ValueError("no query sets to score the index with")
     return sets

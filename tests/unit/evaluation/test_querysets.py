@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lectio.evaluation.naves import BibleFacts, KjvVerses, NaveTopic, WordCase
-from lectio.evaluation.querysets import load_queries
+from lectio.evaluation.querysets import load_queries, select_part
 from lectio.bible.refs import Ref
 
 QUERIES = Path(__file__).resolve().parents[3] / "data" / "queries"
@@ -187,3 +187,24 @@ def test_each_set_splits_into_fixed_dev_and_test_parts():
     assert part_of("theology-001") == part_of("theology-001")
     with pytest.raises(ValueError, match="part must be one of"):
         select_part(queries, "train")
+
+
+def test_the_readers_sets_load_with_every_query_filtered_to_scripture():
+    for name, size in (("henry_catechism", 585), ("openbible_topics", 1147)):
+        queries = load_queries(QUERIES / f"{name}.jsonl")
+        assert len(queries) == size and all(q.relevant_set for q in queries)
+        assert all(q.filters == {"kind": "scripture"} for q in queries)
+        dev, test = select_part(queries, "dev"), select_part(queries, "test")
+        assert len(dev) + len(test) == size and dev and test
+
+
+def test_the_gate_reads_the_dev_part_of_each_default_set_and_a_named_part_of_any():
+    from lectio.evaluation.migration_gate import load_query_sets, split_spec
+
+    sets = load_query_sets()
+    assert set(sets) == {"theology", "henry_catechism", "openbible_topics"}
+    for name, queries in sets.items():
+        assert queries == select_part(load_queries(QUERIES / f"{name}.jsonl"), "dev")
+    path = QUERIES / "naves.jsonl"
+    assert split_spec(f"{path}:test") == (path, "test") and split_spec(path) == (path, "all")
+    assert load_query_sets([f"{path}:test"])["naves"] == select_part(load_queries(path), "test")
