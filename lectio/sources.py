@@ -164,6 +164,16 @@ class _Refused(yaml.YAMLError):
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 NULL_TAG = "tag:yaml.org,2002:null"
+# The deepest lists and mappings a sources file may nest, counted from the document. An entry's
+# values nest two or three levels (`rules: {split: [...]}`); PyYAML composes and builds a node
+# by recursion, as do the readers of an entry after it, so 300 levels ended in a RecursionError
+# that failed the whole file. A node nested deeper stands for a refusal of its own entry alone.
+MAX_NESTING = 32
+# Past this many brackets open at once the file is not read at all: PyYAML's scanner walks every
+# open bracket at each token, and 20,000 on one line (40 KB) took 36 s before a node was made.
+MAX_BRACKETS = 1000
+_TOO_DEEP_TAG = "tag:lectio,2024:too-deep"
+_OPENS, _CLOSES = (yaml.SequenceStartEvent, yaml.MappingStartEvent), (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 class _SourcesLoader(yaml.SafeLoader):
@@ -171,7 +181,10 @@ class _SourcesLoader(yaml.SafeLoader):
 
     Anchors and aliases are refused as the composer meets them, before a node is built from
     them: nine levels of aliased lists fit in 600 bytes and expand to a billion items. A mapping
-    with a key written twice is refused as it is built, where YAML would keep the last value."""
+    with a key written twice is refused as it is built, where YAML would keep the last value. A
+    list or mapping nested past MAX_NESTING is read past and fails the entry holding it."""
+
+    nesting = 0  # the lists and mappings open around the node being composed
 
     def compose_node(self, parent, index):
         event = self.peek_event()
@@ -180,7 +193,36 @@ class _SourcesLoader(yaml.SafeLoader):
             what = f"alias *{event.anchor}" if alias else f"anchor &{event.anchor}"
             raise _Refused(f"line {event.start_mark.line + 1} holds the YAML {what}; a sources file takes no "
                            "anchors or aliases, write each value out")
-        return super().compose_node(parent, index)
+        if not isinstance(event, _OPENS):
+            return super().compose_node(parent, index)
+        if self.nesting >= MAX_NESTING:
+            return self.skip_too_deep()
+        self.nesting += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.nesting -= 1
+
+    def skip_too_deep(self) -> yaml.ScalarNode:
+        """The list or mapping that opens here, read past without recursion (whatever its depth),
+        as one node that refuses to be built: the entry holding it fails, naming its line."""
+        start, level = self.peek_event().start_mark, 0
+        while True:
+            event = self.get_event()
+            level += isinstance(event, _OPENS) - isinstance(event, _CLOSES)
+            if level == 0:
+                return yaml.ScalarNode(_TOO_DEEP_TAG, "", start, event.end_mark)
+
+    def fetch_flow_collection_start(self, TokenClass):
+        if self.flow_level >= MAX_BRACKETS:
+            mark = self.get_mark()
+            raise _Refused(f"brackets nested more than {MAX_BRACKETS:,} deep at line {mark.line + 1}, column "
+                           f"{mark.column + 1}; the file is not read (an entry nests at most {MAX_NESTING})")
+        super().fetch_flow_collection_start(TokenClass)
+
+    def construct_too_deep(self, node: yaml.ScalarNode):
+        raise _Refused(f"lists and mappings nested more than {MAX_NESTING} deep at {_place(node)}; "
+                       "a sources file takes at most that many")
 
     def construct_mapping(self, node, deep=False):
         self.check_keys(node)
@@ -209,6 +251,9 @@ class _SourcesLoader(yaml.SafeLoader):
             return self.construct_object(node, deep=True)
         finally:
             self.constructed_objects, self.recursive_objects = {}, {}
+
+
+_SourcesLoader.add_constructor(_TOO_DEEP_TAG, _SourcesLoader.construct_too_deep)
 
 
 def _read_text(sources_file: Path) -> str:

@@ -13,7 +13,7 @@ from dagster import DagsterInstance
 from lectio.index import locks, revocation, versions
 from lectio.index.database import restart_embedded
 from tests.crashes import crash_embedded
-from lectio.sources import load_source
+from lectio.sources import MAX_NESTING, load_source
 from pipelines.cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -121,6 +121,23 @@ def test_a_nul_byte_fails_its_own_source_at_read_time_with_its_line(home):
     assert "line 4" in failed["nul-doc"] and "NUL" in failed["nul-doc"]
     assert "line 1" in failed["bad-notes"] and "surrogate" in failed["bad-notes"]
     assert report.index["ok"], report.index  # the other sources still made a version
+
+
+def test_rules_nested_300_deep_fail_their_own_source_in_one_line(home, capsys):
+    # 717 bytes of `rules:` ended `lectio run` in a 2,958-line RecursionError traceback, and every
+    # source of the file failed with it.
+    nested = "[" * 300 + "]" * 300
+    extra = (f"  - {{id: deep, kind: document, format: markdown, path: staff_guide.md, acl: [public], "
+             f"rules: {{x: {nested}}}}}\n")
+    capsys.readouterr()
+    status = cli(["run", "--candidate", "--json", "--sources", str(home.sources("deep", extra=extra))])
+    out, err = capsys.readouterr()
+    assert status == 1 and "Traceback" not in out + err, err[-2000:]
+    [line] = err.strip().splitlines()
+    assert line.startswith("lectio run: source deep failed: source 'deep': lists and mappings nested more than "
+                           f"{MAX_NESTING} deep at line 6, column "), line
+    report = json.loads(out)
+    assert report["index"]["ok"], report["index"]  # the file's other sources still made a version
 
 
 # ---------------------------------------------------------------- a fixed ACL revokes

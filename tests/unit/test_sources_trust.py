@@ -6,12 +6,13 @@ belongs to no entry, in one line naming the place."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from lectio.rulesets import notes
-from lectio.sources import Source, SourceError, load_source, load_sources, read_entries, source_ids
+from lectio.sources import MAX_BRACKETS, MAX_NESTING, Source, SourceError, load_source, load_sources, read_entries, source_ids
 
 OK_ENTRY = "{id: ok, kind: document, format: text, path: b.txt, acl: [public]}"
 
@@ -194,6 +195,57 @@ def test_a_date_that_is_none_fails_its_entry_alone(tmp_path):
     loaded = load_sources(path, corpus_dir=tmp_path)
     assert isinstance(loaded["ok"], Source)
     assert one_line(loaded["x"]) == "source 'x': the entry at line 2, column 5 cannot be read: month must be in 1..12"
+
+
+# ---------------------------------------------------------------- nesting
+
+
+def flow_nest(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+def block_nest(depth: int, indent: int) -> str:
+    """Mappings `depth` deep written as blocks, each key one line deeper than the last."""
+    return "\n".join(" " * (indent + 2 * level) + f"k{level}:" for level in range(depth)) + " 1"
+
+
+def deep_entry(depth: int) -> str:
+    return f"  - {{id: deep, kind: document, format: text, path: a.txt, acl: [public], rules: {{x: {flow_nest(depth)}}}}}\n"
+
+
+def test_rules_nested_too_deep_fail_their_entry_alone_in_one_line(tmp_path):
+    # The issue's file: 717 bytes of `rules:` nesting 300 lists ended in a RecursionError
+    # traceback, and every source of the file failed with it.
+    block = ("  - id: deep\n    kind: document\n    format: text\n    path: a.txt\n    acl: [public]\n"
+             f"    rules:\n{block_nest(300, 6)}\n")
+    for entry in (deep_entry(300), deep_entry(MAX_BRACKETS - 10), block):
+        loaded = load_sources(write(tmp_path, f"sources:\n  - {OK_ENTRY}\n{entry}"), corpus_dir=tmp_path)
+        assert isinstance(loaded["ok"], Source)
+        message = one_line(loaded["deep"])
+        assert message.startswith(f"source 'deep': lists and mappings nested more than {MAX_NESTING} deep at line "), \
+            message
+        assert loaded["deep"].acl == ("public",)  # still says who may see versions built from it before
+
+
+def test_brackets_too_deep_to_read_refuse_the_file_at_once(tmp_path):
+    # 20,000 brackets on one line took PyYAML's scanner 36 s: the file is refused before.
+    started = time.monotonic()
+    message = file_refusal(write(tmp_path, f"sources:\n  - {OK_ENTRY}\n{deep_entry(20_000)}"))
+    assert f"brackets nested more than {MAX_BRACKETS:,} deep at line 3" in message, message
+    assert time.monotonic() - started < 10
+
+
+def test_nesting_within_the_bound_is_read(tmp_path):
+    # The bound counts from the document: the document (1), sources (2), the entry (3), rules (4).
+    rules = "[" * (MAX_NESTING - 4) + "1" + "]" * (MAX_NESTING - 4)
+    path = write(tmp_path, f"sources:\n  - {{id: x, kind: document, format: text, path: a.txt, acl: [public], "
+                           f"rules: {{x: {rules}}}}}\n")
+    assert read_entries(path)[0]["rules"]["x"] == eval(rules)
+
+
+def test_nesting_too_deep_outside_any_entry_fails_the_file_in_one_line(tmp_path):
+    message = file_refusal(write(tmp_path, f"other: {flow_nest(300)}\nsources:\n  - {OK_ENTRY}\n"))
+    assert f"nested more than {MAX_NESTING} deep at line 1" in message, message
 
 
 # ---------------------------------------------------------------- notes: a key written twice
