@@ -45,6 +45,9 @@ class LexicalSettings:
     # apply a filter, the postings above are read in SQL.
     mirror: bool = True
     expand: bool = True  # match the query's expansion words too (ExpansionSettings)
+    # Match the other derivations of the query's words the stemmer keeps apart, as the query's own
+    # ("justification" also matches "justified"; lectio.retrieval.expansion.derived_forms).
+    derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,34 @@ class EvidenceSettings:
     weight: float = 1.0
     depth: int = 20
     max_verses: int = 20
+    # How far down the unfiltered page the evidence reads to find its `depth` hits that carry
+    # verse references: a confession's or catechism's own answer, a document, carries none and
+    # speaks for no passage, yet took a slot of the first 20.
+    reads: int = 20
+
+
+@dataclass(frozen=True)
+class FeedbackSettings:
+    """Feedback from the first page (lectio.retrieval.feedback): the query's vector moved toward
+    its first `docs` hits (the unfiltered ones where the search is narrowed to scripture), keeping
+    `alpha` of its own, and the moved vector's HNSW neighbours fused as one more list weighing
+    `weight` (0: off). A first vector hit at cosine `skip_above` or more (a quotation) is left
+    alone."""
+
+    weight: float = 0.0
+    docs: int = 5
+    alpha: float = 0.5
+    skip_above: float = 0.8
+
+
+@dataclass(frozen=True)
+class QuestionSettings:
+    """A question ("What is faith?", "Is man a reasonable creature?", "Why did Jesus weep?") is
+    ranked by its subject (lectio.retrieval.query_text.QueryText.question_subject) when
+    `subject` is on: the frame's words are the same in every question and pull verses that are
+    themselves questions, and a question about one word then takes a topic's path."""
+
+    subject: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,6 +211,8 @@ class SearchConfig:
     paragraphs: ParagraphSettings = field(default_factory=ParagraphSettings)
     xrefs: XrefSettings = field(default_factory=XrefSettings)
     evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
+    questions: QuestionSettings = field(default_factory=QuestionSettings)
+    feedback: FeedbackSettings = field(default_factory=FeedbackSettings)
     fusion: FusionSettings = field(default_factory=FusionSettings)
     stages: StageSettings = field(default_factory=StageSettings)
 
@@ -262,7 +295,7 @@ def _set(settings, path: list[str], value):
 
 _SETTINGS = {kind.__name__: kind for kind in (
     VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, ParagraphSettings,
-    XrefSettings, EvidenceSettings, FusionSettings, StageSettings)} | GROUPS
+    XrefSettings, EvidenceSettings, QuestionSettings, FeedbackSettings, FusionSettings, StageSettings)} | GROUPS
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
 # They are read at the doors only (the CLI's options, `--set`, query sets, recorded reports, through

@@ -19,21 +19,28 @@ def asked(request: VersionRequest) -> bool:
     return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.mode == Mode.HYBRID
 
 
-def spoken(request: VersionRequest) -> tuple[Ranking, object]:
-    """The passages the unfiltered first hits of a search narrowed to scripture speak for, and the
-    query's embedding."""
+def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
+    """The passages the unfiltered first hits of a search narrowed to scripture speak for, the
+    query's embedding, and the unfiltered ranking (whose first hits feedback reads)."""
     evidence, given = request.config.evidence, request.filters.given
-    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
+    # The unfiltered ranking is the first page feedback reads, so it takes none itself.
+    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)),
+                    config=request.config.with_settings({"feedback.weight": 0.0}))
     order, vector = fusion.ranking(wider)
-    # The page the caller would have read unfiltered: the stages keep one hit per passage.
-    page = [(hit.chunk_id, hit.refs, hit.score) for hit in stages.page(wider, order, evidence.depth)]
+    # The page the caller would have read unfiltered (the stages keep one hit per passage), read
+    # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.
+    read = stages.page(wider, order, max(evidence.reads, evidence.depth))
+    page = [(hit.chunk_id, hit.refs, hit.score) for hit in read
+            if 1 <= len(hit.refs or ()) <= evidence.max_verses][:evidence.depth]
     where, params = request.filters.where(request.translation)
     return candidates.covered_passages(request.conn, request.table_name, page, where, params,
-                                       evidence.max_verses), vector
+                                       evidence.max_verses), vector, order
 
 
-def spoken_on_own_connection(request: VersionRequest) -> Ranking:
-    """`spoken` on `request.conn`, a connection of its own, reading as the same principals."""
+def spoken_on_own_connection(request: VersionRequest) -> tuple[Ranking, Ranking]:
+    """`spoken` on `request.conn`, a connection of its own, reading as the same principals: the
+    passages spoken for and the unfiltered ranking."""
     with request.conn.transaction():
         security.act_as_reader(request.conn, request.filters.principals)
-        return spoken(request)[0]
+        ranking, _, order = spoken(request)
+        return ranking, order

@@ -219,6 +219,28 @@ def expansions(query: str, *, min_count: int = 5, min_share: float = 0.1, max_te
     return found
 
 
+# Endings of one word's derivations that the English stemmer leaves apart ("justification" stems
+# to justif, "justify" and "justified" to justifi; "belief" to belief, "believe" to believ), each
+# with the ending of the other form.
+_DERIVATIONS = (("ification", "ify"), ("ify", "ification"), ("ief", "ieve"), ("ieve", "ief"))
+
+
+def derived_forms(query: str, path: Path = RENDERINGS) -> list[str]:
+    """The other derivations of the query's words that a translation prints, where the stemmer
+    would not make them meet ("justification" -> "justify"), in the order of the query's words."""
+    words = query_words(query)
+    found: list[str] = []
+    for word in words:
+        if is_function_word(word):
+            continue
+        for ending, other in _DERIVATIONS:
+            form = word[: -len(ending)] + other
+            if word.endswith(ending) and len(word) > len(ending) + 2 and form not in words and form not in found \
+                    and printed(form, path):
+                found.append(form)
+    return found
+
+
 def expansion_words(query: str, settings: ExpansionSettings) -> str:
     """The words `settings` add to `query`, as one string, as the retrievers take them."""
     return " ".join(expansions(query, min_count=settings.min_count, min_share=settings.min_share,

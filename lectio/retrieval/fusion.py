@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from lectio.retrieval import candidates, topics
+from lectio.retrieval import candidates, feedback, topics
 from lectio.retrieval.hits import hits_by_id
 from lectio.retrieval.modes import Mode
 from lectio.retrieval.proposals import Proposals, proposals
@@ -21,11 +21,22 @@ def ranked(request: VersionRequest, rows: sql.Composable | None = None) -> Ranki
     return fused(request, proposals(request, rows), request.config.lexical.weight)
 
 
-def ranking(request: VersionRequest, vector=None, evidence: Ranking | None = None) -> tuple[Ranking, object]:
+def ranking(request: VersionRequest, vector=None, evidence: Ranking | None = None,
+            first: Ranking | None = None) -> tuple[Ranking, object]:
     """The fused ranking (with `evidence`, where given), a topic's fused again, and the query's
-    embedding (`vector` where it was already made)."""
+    embedding (`vector` where it was already made). Feedback, where it runs, reads the first hits
+    of `first` (a wider ranking of the same query), else of this ranking before feedback."""
     found = proposals(request, vector=vector)
-    return ranked_from(request, found, evidence), found.vector
+    return ranked_with_feedback(request, found, evidence, first), found.vector
+
+
+def ranked_with_feedback(request: VersionRequest, found: Proposals, evidence: Ranking | None,
+                         first: Ranking | None = None) -> Ranking:
+    """`ranked_from`, and again with the feedback list where feedback runs (lectio.retrieval.feedback)."""
+    order = ranked_from(request, found, evidence)
+    if not feedback.wanted(request, found):
+        return order
+    return ranked_from(request, feedback.with_feedback(request, found, order if first is None else first), evidence)
 
 
 def ranked_from(request: VersionRequest, found: Proposals, evidence: Ranking | None) -> Ranking:
@@ -55,6 +66,8 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
                                                      (config.titles.weight, found.titles)) if listed is not None]
     if others_weight and found.others is not None:
         lists.append((others_weight, found.others))
+    if found.feedback is not None:
+        lists.append((config.feedback.weight, found.feedback))
     if evidence:
         lists.append((config.evidence.weight, evidence))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.

@@ -11,7 +11,7 @@ from psycopg import sql
 
 from lectio.index import security
 from lectio.retrieval import candidates, lexical, threads, topics
-from lectio.retrieval.expansion import expansion_words
+from lectio.retrieval.expansion import derived_forms, expansion_words
 from lectio.retrieval.request import VersionRequest
 
 
@@ -29,6 +29,9 @@ class Proposals:
     index: lexical.LexicalIndex  # the lexical side's, which the citation prior reads too
     # The other translations' BM25 as this translation's chunks; read for a topic-shaped query only.
     others: list[tuple[str, float]] | None = None
+    # The HNSW neighbours of the query's vector moved toward its first hits (lectio.retrieval.
+    # feedback); None where feedback did not run.
+    feedback: list[tuple[str, float]] | None = None
 
 
 def proposals(request: VersionRequest, rows: sql.Composable | None = None, vector=None) -> Proposals:
@@ -49,7 +52,9 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
         side = threads.embedding().submit(_vector_side, request, text, where, params, vector)
     try:
         if config.matches_words:
-            found = index.proposals(query, extra if config.lexical.expand else "", config)
+            # The query's words as BM25 matches them: with the derivations the stemmer keeps apart.
+            own = " ".join([query, *derived_forms(query)]) if config.lexical.derived else query
+            found = index.proposals(own, extra if config.lexical.expand else "", config)
             words, titles = found.words, found.titles if config.titles.weight else None
         if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
             # Read while the vector side still walks the graph: a topic's is the longer walk.

@@ -36,6 +36,18 @@ _WRAPPER = re.compile(
     )\s+(?:about|on|of|for|regarding|concerning)\s+(?P<subject>\S.*)$""",
     re.IGNORECASE | re.VERBOSE)
 _WORD = re.compile(r"[^\W\d_]+")
+# A question's frame: the words every question of its kind shares, before or around its subject.
+# An auxiliary opening ("Is …", "Must …", "Do …") is a question only with a question mark: "Do not
+# be anxious" is a verse.
+_AUXILIARY = r"(?:is|are|was|were|am|be|does|do|did|should|shall|must|can|could|will|would|may|might|has|have|had|ought)"
+_FRAMES = (
+    re.compile(r"^what\s+(?:does|do|did)\s+(?:the\s+word\s+)?(?P<subject>.+?)\s+mean$", re.IGNORECASE),
+    re.compile(r"^(?:what|who|which)\s+(?:is|are|was|were)\s+(?:the\s+meaning\s+of\s+)?(?P<subject>.+)$",
+               re.IGNORECASE),
+    re.compile(rf"^(?:why|how|when|where|what|who|whom|which)\s+{_AUXILIARY}\s+(?P<subject>.+)$", re.IGNORECASE),
+    re.compile(r"^(?:why|how)\s+(?P<subject>.+)$", re.IGNORECASE),
+)
+_ASKED = re.compile(rf"^{_AUXILIARY}\s+(?:not\s+)?(?P<subject>.+)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,8 @@ class QueryText:
     asked: str  # as the caller typed it (control characters already taken out)
     subject: str  # the wrapper and surrounding punctuation off, case and spelling as typed
     text: str  # the subject in lower case with the WEB's spellings: what a ranked search reads
+    # A question's subject read the same way ("faith" of "What is faith?"); None for no question.
+    question_subject: str | None = None
 
     def reference(self) -> list[RefRange] | None:
         """The verses the query names, as typed or once its wrapper is off ("Micah 6:8?"); None
@@ -67,7 +81,25 @@ class QueryText:
 def read(query: str) -> QueryText:
     """`query` (already free of control characters) read once for every strategy."""
     subject = _subject(query)
-    return QueryText(query, subject, _WORD.sub(lambda word: modern_spelling(word[0]), subject.lower()))
+    asked = _question_subject(subject, query.rstrip().endswith("?"))
+    return QueryText(query, subject, _modern(subject), _modern(asked) if asked else None)
+
+
+def _modern(text: str) -> str:
+    return _WORD.sub(lambda word: modern_spelling(word[0]), text.lower())
+
+
+def _question_subject(subject: str, question_mark: bool) -> str | None:
+    """What a question asks about, its frame off ("What does grace mean?" -> "grace", "Is man a
+    reasonable creature?" -> "man a reasonable creature"); None where `subject` (a query's,
+    lectio.retrieval.query_text._subject) is no question."""
+    inner = _trim(subject)
+    for frame in _FRAMES:
+        if match := frame.match(inner):
+            return _trim(match["subject"]) or None
+    if question_mark and (match := _ASKED.match(inner)):
+        return _trim(match["subject"]) or None
+    return None
 
 
 def _subject(query: str) -> str:

@@ -16,8 +16,8 @@ def ranked_search(request: VersionRequest) -> SearchResponse:
     if not evidence.asked(request):
         order, _ = fusion.ranking(request)
     elif request.vector_conn is None:
-        spoken, vector = evidence.spoken(request)
-        order, _ = fusion.ranking(request, vector, spoken)
+        spoken, vector, first = evidence.spoken(request)
+        order, _ = fusion.ranking(request, vector, spoken, first)
     else:
         # Two connections: the unfiltered ranking the evidence needs is read on the second while
         # the first reads the filtered retrievers, so the evidence costs about one ranking's time.
@@ -27,5 +27,6 @@ def ranked_search(request: VersionRequest) -> SearchResponse:
             found = proposals(replace(request, vector_conn=None))
         finally:
             wait([beside])  # the second connection is the caller's again only once its reads are done
-        order = fusion.ranked_from(request, found, beside.result())
+        spoken, first = beside.result()
+        order = fusion.ranked_with_feedback(request, found, spoken, first)
     return SearchResponse(request.query, request.config.mode, request.version, results(stages.page(request, order)))

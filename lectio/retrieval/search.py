@@ -120,7 +120,8 @@ def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[Re
     config = request.config
     if shape.is_paragraph(meant.text, config.paragraphs.words):
         config = config.for_paragraphs()
-    return ranked_search(replace(request, query=meant.text, config=config))
+    text = meant.question_subject if config.questions.subject and meant.question_subject else meant.text
+    return ranked_search(replace(request, query=text, config=config))
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:

@@ -60,3 +60,27 @@ def test_a_word_study_is_read_as_typed_and_names_are_none():
     # Strong's transliterates names ("aaron" is G2's): a word the Bibles print is English or a name.
     for form in ("aaron", "Aaron", "AARON", "verses about aaron", "amen", "peace"):
         assert read(form).word_study() is None, form
+
+
+@pytest.mark.parametrize("question, subject", [
+    ("What is God?", "god"), ("what is love", "love"), ("What does justification mean?", "justification"),
+    ("What is the meaning of grace?", "grace"), ("Who is the Holy Spirit?", "the holy spirit"),
+    ("Is man a reasonable creature?", "man a reasonable creature"), ("Why did Jesus weep?", "jesus weep"),
+    ("Must baptism be in the name of the Father?", "baptism be in the name of the father"),
+    ("How should we pray?", "we pray"), ("Is not this the fast?", "this the fast"),
+])
+def test_a_questions_subject_is_read_without_its_frame(question, subject):
+    assert read(question).question_subject == subject
+
+
+@pytest.mark.parametrize("query", ["Do not be anxious about anything", "Is this the fast", "anxiety",
+                                   "What does the Bible say about anxiety?", "the love of God", "?"])
+def test_a_quotation_a_topic_and_a_wrapped_topic_have_no_question_subject(query):
+    # An auxiliary opening without a question mark is a verse ("Do not be anxious"), and a
+    # wrapper's subject is already the text.
+    assert read(query).question_subject is None
+
+
+def test_a_short_questions_subject_is_a_topic():
+    assert query_shape(read("What is faith?").question_subject, 1) == TOPIC
+    assert query_shape(read("What is faith?").text, 1) != TOPIC

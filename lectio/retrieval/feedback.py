@@ -1,0 +1,75 @@
+"""Feedback from the first page (dense Rocchio): the query's vector moved toward the vectors of the
+first hits of its own first ranking, and the HNSW graph walked again from there.
+
+A short question or a typed topic says little; the commentary, notes and confession prose that
+answer it on the first page say what it leaves out, in the words and senses the verses use. The
+moved vector is `alpha` * the query's + (1 - `alpha`) * the mean of the first `docs` hits' (each
+unit length, the result normalised), and its neighbours join the fusion as one more list. A query
+whose first vector hit is already as close as a quotation (cosine `skip_above` or more) is left as
+it is: its answer is decided, and feedback could only move it. Read as the caller, so only rows the
+caller may read move the vector."""
+
+from __future__ import annotations
+
+import numpy as np
+from dataclasses import replace
+
+from psycopg import sql
+
+from lectio.retrieval import candidates
+from lectio.retrieval.modes import Mode
+from lectio.retrieval.proposals import Proposals
+from lectio.retrieval.request import VersionRequest
+
+Ranking = list[tuple[str, float]]
+
+
+def wanted(request: VersionRequest, found: Proposals) -> bool:
+    """Whether feedback runs: on in the settings, in a hybrid, and the first vector hit undecided."""
+    settings = request.config.feedback
+    if not settings.weight or request.config.mode != Mode.HYBRID or found.vector is None or not found.near:
+        return False
+    return found.near[0][1] < settings.skip_above
+
+
+def moved_vector(request: VersionRequest, vector, first: Ranking) -> np.ndarray | None:
+    """The query's vector moved toward the first hits of `first` (a ranking the caller may read);
+    None where none of them has a vector."""
+    settings = request.config.feedback
+    ids = [chunk_id for chunk_id, _ in first[: settings.docs]]
+    if not ids:
+        return None
+    rows = request.conn.execute(
+        sql.SQL("SELECT embedding FROM {} WHERE chunk_id = ANY(%s)").format(sql.Identifier(request.table_name)),
+        [ids]).fetchall()
+    if not rows:
+        return None
+    centroid = np.mean([_unit(_array(row[0])) for row in rows], axis=0)
+    query = _unit(np.asarray(vector, dtype=np.float32))
+    moved = settings.alpha * query + (1 - settings.alpha) * _unit(centroid)
+    return _unit(moved).astype(np.float32)
+
+
+def with_feedback(request: VersionRequest, found: Proposals, first: Ranking) -> Proposals:
+    """`found` with the moved vector's HNSW neighbours among its lists (as the search's filters
+    admit), where feedback runs."""
+    if not wanted(request, found):
+        return found
+    vector = moved_vector(request, found.vector, first)
+    if vector is None:
+        return found
+    near = candidates.vector_candidates(request.conn, request.table_name, vector, found.where, found.params,
+                                        request.config)
+    return replace(found, feedback=near)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def _array(value) -> np.ndarray:
+    # pgvector's loaders give numpy arrays or Vector/HalfVector objects.
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
