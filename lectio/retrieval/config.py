@@ -162,6 +162,20 @@ class FeedbackSettings:
 
 
 @dataclass(frozen=True)
+class PassageSettings:
+    """The passage around the verse (lectio.retrieval.passages): the first `candidates` vector
+    hits (each on at most `max_verses` verses) vote for their chapters, and the verses of the best
+    `chapters` chapters, each scored by its cosine plus `boost` times its chapter's share of the
+    best vote, are fused as one more list weighing `weight` (0: off)."""
+
+    weight: float = 0.0
+    candidates: int = 30
+    chapters: int = 5
+    boost: float = 0.1
+    max_verses: int = 20
+
+
+@dataclass(frozen=True)
 class QuestionSettings:
     """A question ("What is faith?", "Is man a reasonable creature?", "Why did Jesus weep?") is
     ranked by its subject (lectio.retrieval.query_text.QueryText.question_subject) when
@@ -213,6 +227,7 @@ class SearchConfig:
     evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
     questions: QuestionSettings = field(default_factory=QuestionSettings)
     feedback: FeedbackSettings = field(default_factory=FeedbackSettings)
+    passages: PassageSettings = field(default_factory=PassageSettings)
     fusion: FusionSettings = field(default_factory=FusionSettings)
     stages: StageSettings = field(default_factory=StageSettings)
 
@@ -295,7 +310,7 @@ def _set(settings, path: list[str], value):
 
 _SETTINGS = {kind.__name__: kind for kind in (
     VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, ParagraphSettings,
-    XrefSettings, EvidenceSettings, QuestionSettings, FeedbackSettings, FusionSettings, StageSettings)} | GROUPS
+    XrefSettings, EvidenceSettings, QuestionSettings, FeedbackSettings, PassageSettings, FusionSettings, StageSettings)} | GROUPS
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
 # They are read at the doors only (the CLI's options, `--set`, query sets, recorded reports, through

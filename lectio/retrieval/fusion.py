@@ -68,6 +68,8 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
         lists.append((others_weight, found.others))
     if found.feedback is not None:
         lists.append((config.feedback.weight, found.feedback))
+    if found.passages:
+        lists.append((config.passages.weight, found.passages))
     if evidence:
         lists.append((config.evidence.weight, evidence))
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.

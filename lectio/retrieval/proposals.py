@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from lectio.index import security
-from lectio.retrieval import candidates, lexical, threads, topics
+from lectio.retrieval import candidates, lexical, passages, threads, topics
 from lectio.retrieval.expansion import derived_forms, expansion_words
 from lectio.retrieval.request import VersionRequest
 
@@ -32,6 +32,9 @@ class Proposals:
     # The HNSW neighbours of the query's vector moved toward its first hits (lectio.retrieval.
     # feedback); None where feedback did not run.
     feedback: list[tuple[str, float]] | None = None
+    # The verses of the chapters the vector candidates crowd into (lectio.retrieval.passages);
+    # None where that list is off.
+    passages: list[tuple[str, float]] | None = None
 
 
 def proposals(request: VersionRequest, rows: sql.Composable | None = None, vector=None) -> Proposals:
@@ -67,7 +70,10 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
         vector, near = side.result()
         if near is None:
             near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
-    return Proposals(vector, near, words, titles, where, params, index, others)
+    found = Proposals(vector, near, words, titles, where, params, index, others)
+    if passages.wanted(request, found):
+        found.passages = passages.chapter_verses(request, found)
+    return found
 
 
 def _vector_side(request: VersionRequest, text: str, where, params, vector=None):
