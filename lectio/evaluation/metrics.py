@@ -130,20 +130,23 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, ba
                    config=None) -> dict:
     """Score one index version (default: the live one) with the same search users get, as
     `config` ranks (the defaults when None; its mode is the report's); with `baselines`, also the
-    plain designs of lectio.evaluation.baselines on the same version."""
+    plain designs of lectio.evaluation.baselines on the same version. A query longer than a
+    search takes is scored on its first MAX_QUERY_CHARS characters, counted as `queries_cut`."""
     from lectio.embedding.model import Embedder
     from lectio.index import versions
     from lectio.retrieval.filters import Filters
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
+    from lectio.retrieval.search import DEFAULT_PRINCIPALS, MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
 
     # The version's queries embedded as a search embeds them, whatever runtime this home ingests with.
     info = versions.get_version(conn, version)
     embedder = Embedder.for_queries_of(info.model_id) if info is not None else Embedder()
-    config = config or SearchConfig()
+    config, queries = config or SearchConfig(), list(queries)
     labelled = [
         LabelledQuery(
             id=q.id,
-            query=q.query,
+            # A search refuses a longer query, so a caller can shorten it; a labelled set is scored
+            # whole, each query on what the cap lets a search read (the report counts those cut).
+            query=q.query[:MAX_QUERY_CHARS],
             relevant=frozenset(q.relevant_set),
             should_not_appear=frozenset(q.should_not_appear),
             must_include_text=tuple(q.must_include_text),
@@ -160,6 +163,7 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, ba
         return response.results
 
     report = evaluate(labelled, retrieve, k)
+    report["overall"]["queries_cut"] = sum(len(q.query) > MAX_QUERY_CHARS for q in queries)
     report["index_version"] = version
     report["mode"] = config.mode
     if baselines:

@@ -53,17 +53,38 @@ def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
     assert "q.jsonl:1" in one_line_error(capsys, ["eval", str(bad_queries)])
 
 
-def test_an_overlong_query_is_refused_at_every_door_with_one_line(main_run, tmp_path, capsys):
+def test_an_overlong_query_is_refused_at_every_search_door_with_one_line(main_run, capsys):
     from lectio.retrieval.search import MAX_QUERY_CHARS
 
     huge = "grace and peace " * 8_000  # 128 KB: it cost 30 s and 1.5 GB before the cap
     assert f"at most {MAX_QUERY_CHARS:,}" in one_line_error(capsys, ["search", huge])
     assert "characters long" in one_line_error(capsys, ["search", huge, "--mode", "lexical"])
-    queries = tmp_path / "long.jsonl"
-    queries.write_text(json.dumps({"id": "x", "query": huge}) + "\n")
-    assert "characters long" in one_line_error(capsys, ["eval", str(queries)])
     # Just under the cap, a search runs.
     assert cli(["search", ("grace " * 200)[:MAX_QUERY_CHARS], "--k", "1"]) == 0
+
+
+def test_evaluation_scores_every_query_an_overlong_one_on_what_the_cap_allows(main_run, conn, tmp_path, capsys):
+    # One query over the cap refused the whole labelled set ("the query is 1,044 characters
+    # long"), and nothing was scored: a doctrinal paragraph's set scored the month before.
+    from lectio.evaluation.metrics import evaluate_index
+    from lectio.evaluation.querysets import load_queries
+    from lectio.retrieval.search import MAX_QUERY_CHARS
+
+    long = "Rejoice in the Lord always! Again I will say, Rejoice! " * 40  # 2,240 characters
+    labelled = [{"id": "long", "query": long, "relevant": ["phil_4_4"]},
+                {"id": "short", "query": "do not worry about anything but pray", "relevant": ["phil_4_6"]}]
+    queries = tmp_path / "long.jsonl"
+    queries.write_text("".join(json.dumps(q) + "\n" for q in labelled))
+    capsys.readouterr()
+    assert cli(["eval", str(queries), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["n"] == 2 and report["overall"]["queries_cut"] == 1, report["overall"]
+    scored = {row["id"]: row for row in report["queries"]}
+    assert scored["long"]["query"] == long[:MAX_QUERY_CHARS] and scored["long"]["recall@20"] == 1.0, scored["long"]
+    assert cli(["eval", str(queries)]) == 0
+    assert "queries_cut          1" in capsys.readouterr().out.splitlines()
+    # The library's door, which the migration and reranker gates score through.
+    assert evaluate_index(conn, load_queries(queries))["overall"]["queries_cut"] == 1
 
 
 def test_a_named_principal_reads_what_public_may_and_an_empty_answer_says_why(main_run, capsys):
