@@ -8,6 +8,8 @@ them on test parts.
 
 A variant is one or more FIELD=VALUE assignments joined by commas (`lectio eval --set`'s
 fields); `--base` changes what the variants are compared with (default: the shipped defaults).
+Each row ends with the search's p50/p95 in this process (query embedding included), so a row is
+one point of the quality/latency curve.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ def _row(name: str, variant: str, report: dict, base: dict | None) -> str:
             low, high = paired_interval(base["queries"], report["queries"], metric) or (0.0, 0.0)
             cell += f" [{low:+.3f}, {high:+.3f}]"
         cells.append(f"{metric} {cell}")
+    latency = report["overall"].get("latency_ms") or {}
+    cells.append(f"p50/p95 {latency.get('p50')}/{latency.get('p95')} ms")
     return f"{name:<12} n={report['overall']['n']:<4} {variant:<44} " + "  ".join(cells)
 
 
