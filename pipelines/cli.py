@@ -366,6 +366,8 @@ def _eval(args) -> int:
     from lectio.evaluation.querysets import load_queries, select_part
     from lectio.retrieval.config import SearchConfig
 
+    if problem := SearchOptions(prominence=args.prominence).problem():  # named as the option, as search names it
+        raise ValueError(f"--{problem}")
     config = SearchConfig.from_options(args.settings, mode=args.mode, prominence_weight=args.prominence)
     settings = load_settings()
     queries = select_part(load_queries(Path(args.queries)), args.part)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from lectio.index import bm25
+from lectio.retrieval import bounds
 from lectio.retrieval.expansion import ExpansionSettings
 from lectio.retrieval.modes import MODES, Mode
 from lectio.retrieval.pipeline import GROUPS, StageSettings
@@ -236,6 +237,8 @@ class SearchConfig:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         # A mode given as its word (the CLI, a settings file, a recorded report) is the Mode.
         object.__setattr__(self, "mode", Mode(self.mode))
+        if problem := bounds.first_problem(self):  # every door builds its settings here
+            raise ValueError(problem)
 
     @property
     def embeds(self) -> bool:
@@ -268,7 +271,11 @@ class SearchConfig:
             path = ALIASES.get(name, name)
             if not sep or path not in types:
                 raise ValueError(f"--set {item!r}: expected NAME=VALUE, NAME one of {', '.join(types)}")
-            config = _set(config, path.split("."), _value(raw, types[path], item))
+            value = _value(raw, types[path], item)
+            try:
+                config = _set(config, path.split("."), value)
+            except ValueError as exc:  # out of its range (lectio.retrieval.bounds)
+                raise ValueError(f"--set {item!r}: {exc}") from None
         return config
 
     def with_settings(self, values: dict[str, object]) -> SearchConfig:

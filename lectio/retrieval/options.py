@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from lectio.retrieval.config import SearchConfig
+from lectio.retrieval import bounds
+from lectio.retrieval.config import SearchConfig, setting_types
 from lectio.retrieval.modes import Mode
 
 # The most results one search returns, at every door.
@@ -27,6 +28,7 @@ OPTION_HELP = {
 # The setting each option sets, where it is given.
 _SETTING = {"mode": "mode", "parents": "stages.return_parents", "xrefs": "xrefs.weight",
             "prominence": "fusion.prominence_weight", "mmr": "stages.mmr_lambda"}
+_NUMBERS = ("xrefs", "prominence", "mmr")  # the options whose settings are numbers (None: not given)
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,15 @@ class SearchOptions:
         return {name: value for name, value in sent.items() if value is not None}
 
     def problem(self) -> str | None:
-        """The first value no search can mean, as "<option> must be …"; None when all are usable."""
-        if not 1 <= self.k <= MAX_K:
-            return f"k must be between 1 and {MAX_K}, not {self.k}"
-        for name in ("xrefs", "prominence"):
-            if (value := getattr(self, name)) is not None and not value >= 0:
-                return f"{name} must be 0 or more, not {value}"
-        if self.mmr is not None and not 0 <= self.mmr <= 1:
-            return f"mmr must be between 0 and 1, not {self.mmr}"
+        """The first value no search can mean, as "<option> must be …"; None when all are usable.
+        An option's range is its setting's (lectio.retrieval.bounds), named as the caller named it."""
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
+            return f"k must be an integer from 1 to {MAX_K}, not {self.k!r}"
+        types = setting_types()
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if value is not None and (found := bounds.problem(_SETTING[name], types[_SETTING[name]], value, name)):
+                return found
         return None
 
     def config(self, assignments: tuple[str, ...] | list[str] = ()) -> SearchConfig:

@@ -17,7 +17,7 @@ import psycopg
 from lectio.bible.refs import RefRange, UnknownReference
 from lectio.embedding.model import Embedder
 from lectio.index import revocation, security, versions
-from lectio.retrieval import lexical, lexicon, query_text, shape
+from lectio.retrieval import bounds, lexical, lexicon, query_text, shape
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.lookup import lookup
@@ -58,8 +58,8 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
     loaded when None or another); with `vector_conn`, a second connection to the same database
     (a service's pool has one to spare), the vector side of a ranked search runs on it while
     `conn` answers the lexical side."""
-    if request.k < 1:
-        raise ValueError(f"k must be at least 1, not {request.k}")
+    if problem := bounds.problem("k", "int", request.k):  # the config was checked as it was built
+        raise ValueError(problem)
     request = replace(request, principals=callers(request.principals))
     if len(request.query) > MAX_QUERY_CHARS:
         raise ValueError(f"the query is {len(request.query):,} characters long; at most {MAX_QUERY_CHARS:,} are "

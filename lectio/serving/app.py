@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 
 import psycopg
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -226,6 +227,15 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
     @app.exception_handler(AuthError)
     async def refused(request: Request, exc: AuthError):
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def unreadable(request: Request, exc: RequestValidationError):
+        # A parameter that is not of its type (k=1e308, prominence=high) is refused as every other
+        # bad value is: 400 and one line naming it, not FastAPI's 422 list of pydantic's errors.
+        # The value is not echoed: a query string may be 32 KiB.
+        first = exc.errors()[0]
+        name = ".".join(str(part) for part in first.get("loc", ())[1:]) or "the request"
+        return JSONResponse({"error": f"{name}: {first.get('msg', 'not readable')}"}, status_code=400)
 
     def explain(version: str) -> None:
         """Logs why `version` was refused to a caller (once); the caller's answer stands either way."""

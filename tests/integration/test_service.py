@@ -4,6 +4,7 @@ verified token, and the endpoints an operator watches."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
@@ -135,6 +136,85 @@ def test_the_parents_option_changes_the_answer_at_every_door(service):
     _, parents = get(url, "/search", q="the Lord is my shepherd", parents="true")
     assert {r["granularity"] for r in plain["results"]} != {r["granularity"] for r in parents["results"]}
     assert get(url, "/search", q="shepherd", mmr=2)[0] == 400
+
+
+# ---------------------------------------------------------------- numbers no search can mean
+
+# The issue's values (`inf` and 1e308 made every score NaN: a 500 and a 180-line traceback at the
+# service, `"score": NaN` from the CLI), and the other numeric options out of their ranges.
+UNMEANT = [("prominence", "inf"), ("prominence", "1e308"), ("xrefs", "1e308"), ("xrefs", "-inf"), ("mmr", "nan"),
+           ("mmr", "inf"), ("k", "1e308"), ("k", "0")]
+
+
+def finite_scores(text: str) -> list[float]:
+    """The results' scores of a JSON answer read strictly: NaN or Infinity is no JSON."""
+    def refuse(constant):
+        raise AssertionError(f"{constant} in the answer")
+
+    return [r["score"] for r in json.loads(text, parse_constant=refuse)["results"]]
+
+
+def test_a_number_no_search_can_mean_is_a_400_in_one_line_at_the_service(service):
+    url, _ = service
+    server_log = logging.getLogger("uvicorn.error")  # uvicorn's own, where a 500's traceback goes
+    logged = []
+    handler = logging.Handler()
+    handler.emit = logged.append
+    server_log.addHandler(handler)
+    try:
+        for name, value in UNMEANT:
+            status, body = get(url, "/search", q="grace", **{name: value})
+            assert status == 400 and isinstance(body, dict), (name, value, status, body)
+            assert body["error"].startswith(f"{name}") and len(body["error"].splitlines()) == 1, body
+    finally:
+        server_log.removeHandler(handler)
+    assert not [r for r in logged if r.exc_info], "a traceback was logged"
+    # The most each weight may be still ranks, every score a number.
+    request = f"{url}/search?" + urllib.parse.urlencode({"q": "grace", "prominence": 100, "xrefs": 100, "mmr": 1})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        assert finite_scores(answer.read().decode())
+
+
+@pytest.mark.parametrize("option, value", [(f"--{name}", value) for name, value in UNMEANT if name != "k"]
+                         + [("--k", "0"), ("--set", "fusion.prominence_weight=inf"), ("--set", "xrefs.weight=1e308"),
+                            ("--set", "vector.ef_search=0"), ("--set", "stages.rerank.tokens=100000")])
+def test_a_number_no_search_can_mean_is_refused_in_one_line_at_the_cli(service, tmp_path, capsys, option, value):
+    url, _ = service
+    named = value.partition("=")[0] if option == "--set" else option
+    given = f"{option}={value}"  # one word, so argparse takes "-inf" as the value
+    doors = [["search", "grace", "--json", given]]
+    if option != "--set":  # the service searches with its own settings
+        doors.append(["search", "grace", "--json", "--server", url, given])
+    if option in ("--prominence", "--set"):  # what `lectio eval` takes of them
+        queries = tmp_path / "q.jsonl"
+        queries.write_text(json.dumps({"id": "g", "query": "grace", "relevant": ["rom_5_2"]}) + "\n")
+        doors.append(["eval", str(queries), given])
+    for argv in doors:
+        capsys.readouterr()
+        assert cli(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert not out and "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert named in err and "must be" in err, (argv, err)
+    capsys.readouterr()
+    assert cli(["search", "grace", "--json", "--prominence", "100", "--xrefs", "100"]) == 0
+    assert finite_scores(capsys.readouterr().out)
+
+
+def test_a_library_caller_meets_the_same_ranges(conn):
+    from dataclasses import replace
+
+    from lectio.retrieval.config import FusionSettings, SearchConfig, XrefSettings
+    from lectio.retrieval.search import SearchRequest, search
+
+    with pytest.raises(ValueError, match=r"^fusion.prominence_weight must be a number from 0 to 100, not inf$"):
+        SearchConfig(fusion=FusionSettings(prominence_weight=float("inf")))
+    with pytest.raises(ValueError, match=r"^xrefs.weight must be a number from 0 to 100, not 1e\+308$"):
+        replace(SearchConfig(), xrefs=XrefSettings(weight=1e308))
+    with pytest.raises(ValueError, match=r"^stages.mmr_lambda must be a number from 0 to 1, not nan$"):
+        SearchConfig().with_settings({"stages.mmr_lambda": float("nan")})
+    for k in (float("inf"), 0, 10**9):
+        with pytest.raises(ValueError, match=r"^k must be an integer from 1 to 1,000, not "):
+            search(conn, SearchRequest("grace", k=k))
 
 
 def test_principals_come_only_from_a_verified_token(service, rsa_keys):
