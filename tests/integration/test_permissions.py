@@ -160,3 +160,33 @@ def test_opening_the_embedded_server_leaves_the_home_closed(settings):
     secure_home(settings)
     open_database(settings.home)
     assert settings.home.stat().st_mode & 0o777 == 0o711
+
+
+# Every retriever a search can turn on for readers' queries: the question's subject, feedback from
+# the first page, the chapters around the verse, the evidence read further down, derived forms.
+LEVERS = ["questions.subject=true", "feedback.weight=1", "feedback.skip_above=1", "passages.weight=1",
+          "evidence.reads=60", "lexical.derived=true"]
+
+
+@pytest.mark.parametrize("kind", [None, "scripture"])
+def test_feedback_and_the_passage_lists_read_only_what_the_caller_may(main_run, conn, database, kind):
+    """Feedback moves the query's vector toward the first page's rows and the passage list reads
+    the verses of the chapters its candidates vote for: both read as the caller, so a private
+    note never moves a public search nor is proposed to it."""
+    from lectio.retrieval.filters import Filters
+
+    config = SearchConfig.from_options(LEVERS)
+    with Watched.connect(database.url, autocommit=True) as second:
+        register_vector(second)
+        second.vector_readers = []
+        for vector_conn in (None, second):
+            def seen(principals):
+                asked = SearchRequest(QUERY, k=50, principals=principals, config=config, filters=Filters(kind=kind))
+                return {r.source_id for r in search(conn, asked, vector_conn=vector_conn).results}
+
+            public, bob = seen(("public",)), seen(("public", "user:bob"))
+            assert public and not {"notes-alice", "notes-bob"} & public
+            assert bob and "notes-alice" not in bob
+    # The vector reads on the second connection (the first walk, or the unfiltered one beside
+    # the filtered) ran as the reader role with a token.
+    assert second.vector_readers and all(user == security.READER_ROLE and token for user, token in second.vector_readers)
