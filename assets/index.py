@@ -30,7 +30,7 @@ from lectio.quality.distribution import SUMMARY, detail_markdown, histogram_mark
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
-from assets.names import FAILED_TAG, INDEX_POOL, INGEST_ASSETS, INGEST_JOB
+from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
 from assets.outcomes import root_cause
 from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -138,9 +138,11 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         problems = {sid: f"{why[sid]} → {outcome.carried[sid]}" if sid in outcome.carried else why[sid]
                     for sid in failed}
         _say_on_the_run(context, problems)
+        _hand_to_the_gate(context, outcome)
         yield Output(
             # `chunks` lets the row-count check compare the version with what was handed to it.
-            {"version": outcome.version, "live": outcome.live, "sources": indexed, "chunks": outcome.chunks},
+            {"version": outcome.version, "live": outcome.live, "sources": indexed, "chunks": outcome.chunks,
+             "awaits_gate": outcome.awaits_gate},
             metadata={
                 "version": outcome.version,
                 "rows": outcome.rows,
@@ -151,6 +153,8 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "sources": ", ".join(indexed),
                 "failed_sources": ", ".join(failed) or "none",
                 "quality_failures": "; ".join(f"{s}: {d}" for s, d in sorted(outcome.rejected.items())) or "none",
+                "rule_changes": "; ".join(f"{s}: {c}" for s, c in outcome.rule_changes.items()) or "none",
+                "awaits_gate": outcome.awaits_gate,
             },
         )
         yield _sources_check(problems, outcome.version, outcome.live)
@@ -194,47 +198,74 @@ def _say_on_the_run(context: AssetExecutionContext, problems: dict[str, str]) ->
         context.log.error(f"source {sid} failed: {what}")
 
 
+def _hand_to_the_gate(context: AssetExecutionContext, outcome) -> None:
+    """A version held back by a rule change, tagged on the run (index_after_batch asks the gate
+    for it; `lectio run` gates it itself) and named in its log with what gates it."""
+    if not outcome.awaits_gate:
+        return
+    context.instance.add_run_tags(context.run.run_id, {AWAITS_GATE_TAG: outcome.version})
+    context.log.warning(f"{outcome.version} awaits the migration gate (the chunking rules changed): the job {GATE_JOB} "
+                        "scores it against the live version and switches it in only if it is no worse")
+
+
 def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, embedder: EmbedderResource,
-                            sources: list[str]) -> list[str]:
-    """The sources whose stored chunks were not made from their current entry and file: the
-    latest read of the source (raw_texts) recorded other inputs than the sources file and the
-    file give now (the entry or file changed, and its ingest failed at the entry or has not run
-    since), or a later stage's latest output is older than that read (the new file did not parse
-    or chunk). A source read before reads recorded their inputs is taken as current."""
+                            sources: list[str]) -> dict[str, str]:
+    """The sources whose stored chunks were not made from their current entry and file, each with
+    what happened: the latest read of the source (raw_texts) recorded other inputs than the sources
+    file and the file give now (the entry or file changed, and its ingest failed at the entry or has
+    not run since), or a later stage's latest output is older than that read (the new file did not
+    parse or chunk, or a run made only part of the ingest). A source read before reads recorded
+    their inputs is taken as current."""
     storage = instance.event_log_storage
     latest = {name: storage.get_latest_storage_id_by_partition(
         AssetKey(name), DagsterEventType.ASSET_MATERIALIZATION, set(sources)) for name in INGEST_ASSETS}
     read_ids = list(latest[INGEST_ASSETS[0]].values())
     if not read_ids:
-        return []  # no filter by storage ids at all would read every materialization there is
+        return {}  # no filter by storage ids at all would read every materialization there is
     reads = {record.storage_id: record for record in storage.get_event_records(EventRecordsFilter(
         DagsterEventType.ASSET_MATERIALIZATION, storage_ids=read_ids))}
     current = registry.input_fingerprints(corpus.sources_path, corpus.corpus_path, embedder.model_id)
-    stale = []
+    stale = {}
     for sid in sources:
         read = reads.get(latest[INGEST_ASSETS[0]].get(sid))
         if read is None or not current.get(sid):
             continue  # never read (missing), or its data is not here to compare
-        recorded = read.asset_materialization.metadata.get(INPUTS_KEY)
-        stages = [latest[name].get(sid, -1) for name in INGEST_ASSETS]
-        if (recorded is not None and recorded.value != current[sid]) or stages != sorted(stages):
-            stale.append(sid)
+        if why := _stale_read(read, current[sid], [latest[name].get(sid, -1) for name in INGEST_ASSETS]):
+            stale[sid] = why
     return stale
 
 
-def _why_failed(instance: DagsterInstance, source_ids: list[str], stale: list[str]) -> dict[str, str]:
+def _stale_read(read, inputs: str, stages: list[int]) -> str | None:
+    """Why a source's stored chunks are not from its latest read (`read`, raw_texts' record), given
+    its current `inputs` and each ingest stage's latest storage id (`stages`), or None."""
+    recorded = read.asset_materialization.metadata.get(INPUTS_KEY)
+    if recorded is not None and recorded.value != inputs:
+        return (f"its entry or file changed after its latest read (run {read.run_id[:8]}), and it has not been "
+                f"ingested since: its chunks are not from its current file; materialize it with the job {INGEST_JOB}")
+    if stages == sorted(stages):
+        return None
+    # Some stage was materialized after a later one, by a run that stopped there (a partial
+    # selection made before such runs were refused, or a step that failed).
+    behind = next(i for i in range(1, len(stages)) if stages[i] < max(stages[:i]))
+    newest = max(range(behind), key=stages.__getitem__)
+    return (f"{INGEST_ASSETS[newest]} was materialized again without {', '.join(INGEST_ASSETS[newest + 1:])}, so "
+            f"its stored chunks and embeddings are older than its {INGEST_ASSETS[newest]}; materialize it with the "
+            f"job {INGEST_JOB}")
+
+
+def _why_failed(instance: DagsterInstance, source_ids: list[str], stale: dict[str, str]) -> dict[str, str]:
     """Per failed source, what its latest ingest run said: the failed step's root cause, or the
-    entry or parse check that stopped it; or that no ingest of it has run, or none since its
-    entry or file changed (`stale`)."""
-    return {sid: _latest_ingest_problem(instance, sid, sid in stale) for sid in source_ids}
+    entry or parse check that stopped it; or that no ingest of it has run, or why its chunks are
+    not from its latest read (`stale`)."""
+    return {sid: _latest_ingest_problem(instance, sid, stale.get(sid)) for sid in source_ids}
 
 
-def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: bool) -> str:
+def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: str | None) -> str:
     ingest_keys = {AssetKey(name) for name in INGEST_ASSETS}
     for record in instance.get_run_records(RunsFilter(tags={"dagster/partition": source_id}), limit=20):
         run = record.dagster_run
-        if run.job_name != INGEST_JOB and not set(run.asset_selection or ()) & ingest_keys:
-            continue
+        if REFUSED_TAG in run.tags or (run.job_name != INGEST_JOB and not set(run.asset_selection or ()) & ingest_keys):
+            continue  # a refused run made nothing (assets.source_assets.partial_ingest)
         if not run.is_finished:
             return f"its ingest run {run.run_id[:8]} has not finished ({run.status.value})"
         events = [e.dagster_event for e in instance.all_logs(run.run_id) if e.is_dagster_event]
@@ -245,7 +276,6 @@ def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: boo
         if run.status != DagsterRunStatus.SUCCESS:
             return f"its ingest run {run.run_id[:8]} ended {run.status.value}"
         if stale:
-            return (f"its entry or file changed after its last ingest (run {run.run_id[:8]}), which has not run "
-                    "again since: its chunks are not from its current file")
+            return stale
         return f"its ingest run {run.run_id[:8]} made no chunks and embeddings for it"
-    return "no ingest run has made its chunks and embeddings"
+    return stale or "no ingest run has made its chunks and embeddings"

@@ -28,6 +28,12 @@ MODEL_TAG = "lectio/embed_model"
 # On an ingest run that asked for its batch's index itself as it ended (pipelines.batches): that
 # index run's id, so the index_after_batch sensor does not ask again.
 INDEX_REQUESTED_TAG = "lectio/index_requested"
+# On a run refused at its first step because it materialises part of a source's ingest (raw_texts
+# without embeddings, say): what to run instead. Such a run made nothing, so no batch counts it.
+REFUSED_TAG = "lectio/refused"
+# On a build_index run whose version re-chunks a source by other rules than the live one: that
+# version, which only the migration gate may switch in (index_after_batch then asks gate_candidate).
+AWAITS_GATE_TAG = "lectio/awaits_gate"
 
 # Dagster concurrency pools (dagster.yaml: concurrency, pools): one index build at a time (two
 # builds racing would both try to switch the live index), and the runs that may embed at once (one

@@ -22,6 +22,7 @@ from dagster import (
     Output,
     DataVersion,
     DataVersionsByPartition,
+    Failure,
     PartitionsDefinition,
     ResourceParam,
     asset,
@@ -29,7 +30,7 @@ from dagster import (
 )
 
 from assets.checks import known_notices, vectors_check, vectors_spec
-from assets.names import EMBED_POOL, FAILED_TAG
+from assets.names import EMBED_POOL, FAILED_TAG, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -80,6 +81,27 @@ def _flag_run(context: AssetExecutionContext, problem: str) -> None:
     the top of the run's page, and an error line in its log."""
     context.instance.add_run_tags(context.run.run_id, {FAILED_TAG: context.partition_key})
     context.log.error(problem)
+
+
+def partial_ingest(selected: set[str], stage: str, source_id: str) -> str | None:
+    """Why a run that materialises `stage` but not every later ingest stage (`selected`: the run's
+    assets) is refused, in one line naming the job to run, or None. Such a run left the source's
+    text newer than its embeddings: the index could not take it, and called the source failed."""
+    missing = [name for name in INGEST_ASSETS[INGEST_ASSETS.index(stage) + 1:] if name not in selected]
+    if not missing:
+        return None
+    return (f"refused: this run materializes {stage} of source {source_id!r} without {', '.join(missing)}, so its "
+            f"new text would never be searchable; materialize the source with the job {INGEST_JOB} (or select "
+            f"{stage} through embeddings)")
+
+
+def _refuse_partial_ingest(context: AssetExecutionContext, stage: str) -> None:
+    """Fails the run at its first step, before anything is read, when it is a partial ingest (the
+    UI's Materialize on raw_texts alone, or on the `ingest` group, which lacks `embeddings`)."""
+    selected = {key.to_user_string() for key in context.job_def.asset_layer.selected_asset_keys}
+    if problem := partial_ingest(selected, stage, context.partition_key):
+        context.instance.add_run_tags(context.run.run_id, {REFUSED_TAG: f"run the job {INGEST_JOB} instead"})
+        raise Failure(problem, allow_retries=False)
 
 
 def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
@@ -142,6 +164,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     def raw_texts(context: AssetExecutionContext, corpus: CorpusResource, embedder: EmbedderResource):
         """The source as read, with a content hash so unchanged input is recognised."""
         key = context.partition_key
+        _refuse_partial_ingest(context, "raw_texts")
         try:
             # The one place a source's entry is read from the sources file (once); later stages
             # get it from here. Its fingerprint is taken before the file is read: a file changed
@@ -166,6 +189,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
            kinds={"pandas"}, owners=OWNERS)
     def parsed_structure(context: AssetExecutionContext, raw_texts):
         """Books, chapters, verses and paragraph starts (scripture); sections and paragraphs (documents)."""
+        _refuse_partial_ingest(context, "parsed_structure")
         try:
             parsed = registry.parse_source(raw_texts)
         except SourceError as exc:  # the file's fault; anything else is lectio's and fails the step
@@ -180,6 +204,7 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(partitions_def=partitions_def, group_name="ingest", kinds={"pandas"}, owners=OWNERS)
     def chunks(context: AssetExecutionContext, parsed_structure):
         """Typed chunks, each with the source's ACL, its ruleset version and a content hash."""
+        _refuse_partial_ingest(context, "chunks")
         frame = chunks_frame(registry.chunk_source(parsed_structure))
         counts = frame.groupby("granularity").size().to_dict()
         context.add_output_metadata(

@@ -17,7 +17,9 @@ How they fit together (docs/operations.md tells the operator's side):
   rest goes live, and the build's `every_source_indexed` check fails naming them). It ticks
   on every pass of the daemon's sensor loop (5 s); with it on, an ingest run that ends its batch
   asks for the same index itself as its last step ends, so the sensor's pass is not waited for
-  (pipelines.batches, where the rule lives). A sensor rather than a second schedule at,
+  (pipelines.batches, where the rule lives). A version `build_index` held back because the
+  chunking rules changed (lectio.index.build) it hands to `gate_candidate` at its next tick: a
+  rule change goes live through the migration gate alone. A sensor rather than a second schedule at,
   say, 04:00: the index follows the partitions however long they take. Waiting for "nothing in
   progress" rather than for a batch's size makes it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs
@@ -59,7 +61,7 @@ from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
-from assets.names import BATCH_SIZE_TAG, BATCH_TAG, INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG
+from assets.names import BATCH_SIZE_TAG, BATCH_TAG, GATE_JOB, INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG
 from assets.outcomes import root_cause
 from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -117,7 +119,7 @@ def build_schedules(jobs: dict, sources: list[str]) -> list:
 def build_sensors(jobs: dict) -> list:
     return [
         _source_change_sensor(jobs[INGEST_JOB]),
-        _index_after_batch_sensor(jobs[INDEX_JOB], jobs[MIGRATE_JOB]),
+        _index_after_batch_sensor(jobs[INDEX_JOB], jobs[MIGRATE_JOB], jobs[GATE_JOB]),
         _failed_checks_sensor(),
         _failed_runs_sensor(),
         _orphaned_runs_sensor(),
@@ -176,19 +178,23 @@ def _source_change_sensor(ingest_job):
     return source_changes
 
 
-def _index_after_batch_sensor(index_job, migrate_job):
+def _index_after_batch_sensor(index_job, migrate_job, gate_job):
     # Every pass of the daemon's 5 s loop: the index follows a UI ingest within seconds, not up
     # to a minute later (source to searchable was 4x `lectio run`). A tick is a few queries.
     @sensor(
         name=batches.INDEX_SENSOR,
-        jobs=[index_job, migrate_job],
+        jobs=[index_job, migrate_job, gate_job],
         minimum_interval_seconds=INDEX_SENSOR_INTERVAL,
         default_status=DefaultSensorStatus.STOPPED,
         description="Builds the index once the ingest runs since the last index (from the UI, a backfill, "
         f"the schedule or a sensor) have all finished; where they carry {MODEL_TAG} (a backfill launched as a "
-        "migration to that model), builds it as a candidate and gates it (migrate_index).",
+        "migration to that model), builds it as a candidate and gates it (migrate_index); a version build_index "
+        "held back because the chunking rules changed, it hands to gate_candidate.",
     )
     def index_after_batch(context: SensorEvaluationContext):
+        # A rule change is switched in by the gate alone (lectio.index.build): its version first.
+        if gate := batches.gate_request(context.instance):
+            return SensorResult(run_requests=[gate])
         decision = batches.batch_index(context.instance, context.cursor)
         if isinstance(decision, str):
             return SkipReason(decision)
@@ -341,6 +347,10 @@ def _failed_runs_sensor():
         # The tick says which run it handled (a run-failure sensor requests no runs, so Dagster's
         # own line would read "0 runs requested"); Dagster then handles one failed run per tick.
         run = context.dagster_run
+        if REFUSED_TAG in run.tags:
+            # Refused at its first step, having done nothing: the one who launched it reads why on
+            # its page; the team is not paged for a selection made in the UI.
+            return SkipReason(f"run {run.run_id[:8]} was refused at its start ({run.tags[REFUSED_TAG]}): nothing ran")
         if failed_by_blocking_checks(context):
             # alert_on_failed_checks reports it, with the check's own details.
             return SkipReason(f"run {run.run_id[:8]} failed by a blocking check: alert_on_failed_checks sends it")

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, RunRequest, RunsFilter
 
 from assets.index import IndexConfig
-from assets.names import (BATCH_TAG, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG,
-                          MIGRATE_JOB, MODEL_TAG, STAGE_TAG)
+from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS,
+                          INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG, STAGE_TAG)
 from assets.source_assets import entry_failure
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
 from pipelines.dagster_internals import (REPOSITORY_LABEL_TAG, BulkActionsFilter, BulkActionStatus, JobPythonOrigin,
@@ -59,6 +59,22 @@ def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, 
     model = (ending.tags if ending is not None else _newest(records).dagster_run.tags).get(MODEL_TAG) or None
     through = max([r.update_timestamp.timestamp() for r in records] or [time.time()])
     return _index_request(key, failed, tags, model), index_cursor(through)
+
+
+def gate_request(instance) -> RunRequest | None:
+    """The gate for the version the newest build_index run held back because the chunking rules
+    changed (AWAITS_GATE_TAG), where no gate or migration has started since; None otherwise. Not
+    for a build of `lectio run`, which gates its own version in process."""
+    (newest,) = instance.get_run_records(filters=RunsFilter(job_name=INDEX_JOB), limit=1) or (None,)
+    build = newest.dagster_run if newest is not None else None
+    if build is None or AWAITS_GATE_TAG not in build.tags or build.tags.get(LAUNCHED_BY_TAG):
+        return None
+    after = RunsFilter(job_name=GATE_JOB, created_after=newest.create_timestamp)
+    if build.status != DagsterRunStatus.SUCCESS or instance.get_run_records(filters=after, limit=1):
+        return None
+    version = build.tags[AWAITS_GATE_TAG]
+    return RunRequest(run_key=f"gate:{build.run_id}", job_name=GATE_JOB, tags={"lectio/gates": version},
+                      run_config={"ops": {"index_evaluation": {"config": {"candidate": version}}}})
 
 
 def request_index_now(context) -> str | None:
@@ -139,7 +155,10 @@ def _cursor_time(cursor: str | None) -> float:
 
 def _ingests(run) -> bool:
     """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
-    asset backfills launch those as Dagster's implicit asset job)."""
+    asset backfills launch those as Dagster's implicit asset job); not one refused at its start
+    (a partial ingest, assets.source_assets), which made nothing and failed no source."""
+    if REFUSED_TAG in run.tags:
+        return False
     return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
 
 

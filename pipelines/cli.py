@@ -201,7 +201,7 @@ def _run(args) -> int:
         # The text report lists failed sources on stdout; beside JSON, a script's log sees them here.
         for outcome in report.failed:
             print(f"lectio run: source {outcome.source_id} failed: {outcome.error}", file=sys.stderr)
-    return 0 if not report.failed and report.index.get("ok") else 1
+    return 0 if report.ok else 1
 
 
 def _dagster_env() -> dict[str, str]:

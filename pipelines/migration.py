@@ -66,7 +66,8 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                          search_index: dict) -> dict:
         """The live index and the candidate scored on the labelled query sets (recall, precision, MRR, nDCG, budget recall),
         every version side by side with deltas against the live one. Filled by `lectio migrate` (or the jobs
-        migrate_index and gate_candidate), never by `lectio run`: "Never materialized" until the first migration."""
+        migrate_index and gate_candidate), and by `lectio run` only when the chunking rules changed: "Never
+        materialized" until the first migration."""
         query_sets = migration_gate.load_query_sets(config.query_sets)
         with database.connect() as conn:
             live = versions.live_version(conn)
@@ -102,8 +103,9 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
     def live_index(context: AssetExecutionContext, config: GateConfig, corpus: CorpusResource, database: DatabaseResource,
                    index_evaluation: dict):
         """Which version users search: the candidate goes live only when the gate passes. Filled by `lectio migrate`
-        (or the jobs migrate_index and gate_candidate); `lectio run` switches versions without it, so it stays
-        "Never materialized" until the first migration and `lectio index list` is the record of what is live."""
+        (or the jobs migrate_index and gate_candidate, which index_after_batch asks for when a build held a rule
+        change back); `lectio run` and build_index switch versions without it unless the chunking rules changed, so it
+        stays "Never materialized" until the first migration and `lectio index list` is the record of what is live."""
         evaluation = index_evaluation
         candidate = evaluation.get("candidate")
         with database.connect() as conn:

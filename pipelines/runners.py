@@ -108,6 +108,11 @@ class MainRunReport:
         return [s for s in self.sources if not s.ok]
 
     @property
+    def ok(self) -> bool:
+        """Every source ingested, the index built, and a rule change, where there was one, let in by the gate."""
+        return not self.failed and bool(self.index.get("ok")) and (self.index.get("gate") or {}).get("passed", True)
+
+    @property
     def model_seconds(self) -> float:
         """Time the embedding stage spent embedding (model and cache writes), summed over sources:
         what a cold run cannot avoid, set against the rest of the run."""
@@ -115,7 +120,7 @@ class MainRunReport:
 
     def to_json(self) -> dict:
         return {
-            "ok": not self.failed and bool(self.index.get("ok")),
+            "ok": self.ok,
             "seconds": round(self.seconds, 1),
             "model_seconds": round(self.model_seconds, 1),
             "sources": [s.__dict__ for s in self.sources],
@@ -160,9 +165,31 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
     if not result.success:
         index["error"] = _failure_message(result)
+    if index.get("awaits_gate"):
+        index.update(_gate_rule_change(defs, instance, tags, str(index["version"]), echo))
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
+
+
+def _gate_rule_change(defs, instance: DagsterInstance, tags: dict[str, str], candidate: str,
+                      echo: Callable[[str], None]) -> dict[str, object]:
+    """The migration gate over a version the build held back because the chunking rules changed,
+    as `lectio migrate` runs it with its defaults: what it decided, for the run's index report."""
+    echo(f"the chunking rules changed: gate: scoring {candidate} and the live index …")
+    result = _gate(defs, instance, tags, EvaluationConfig(candidate=candidate), GateConfig())
+    if not result.success:
+        return {"gate": {"passed": False, "reason": f"the gate failed: {_failure_message(result)}"}}
+    gate = result.output_for_node("live_index")
+    now = (f"switched {gate['live']} -> {candidate}" if gate["switched"]
+           else f"kept {gate['live']} live; {candidate} not switched in")
+    decided = f"the chunking rules changed, so the migration gate decided: {gate['decision']}: {gate['reason']}"
+    return {"gate": gate, "live": gate["switched"], "live_index": f"{now} by the migration gate", "decision": decided}
+
+
+def _gate(defs, instance: DagsterInstance, tags: dict[str, str], evaluation: EvaluationConfig, gate: GateConfig):
+    """The gate job (score the candidate beside the live version, then switch or refuse), in process."""
+    return _execute(defs, GATE_JOB, instance, tags, run_config=_run_config(index_evaluation=evaluation, live_index=gate))
 
 
 def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict[str, str | None]:
@@ -419,11 +446,9 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
 
     echo(f"gate: scoring {candidate} and the live index on {', '.join(paths)} …")
     defs = build_definitions(settings.sources_file)
-    gate_run = {LAUNCHED_BY_TAG: "lectio migrate"}
-    result = _execute(defs, GATE_JOB, executing_instance(), gate_run, run_config=_run_config(
-        index_evaluation=EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
-        live_index=GateConfig(tolerances=tolerances, keep=keep),
-    ))
+    result = _gate(defs, executing_instance(), {LAUNCHED_BY_TAG: "lectio migrate"},
+                   EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
+                   GateConfig(tolerances=tolerances, keep=keep))
     if not result.success:
         return done(False, f"the gate failed: {_failure_message(result)}")
     gate = result.output_for_node("live_index")

@@ -26,6 +26,14 @@ class IndexOutcome:
     # over from the live version, or why it is not in this version.
     carried: dict[str, str] = field(default_factory=dict)
     chunks: int = 0  # the chunks this version was built from, carried ones included
+    # Sources the live version holds whose chunks this version cuts by other rules ("old -> new"):
+    # such a version is never switched in by the build, only by the migration gate.
+    rule_changes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def awaits_gate(self) -> bool:
+        """Built to go live, held back for the gate by a rule change."""
+        return bool(self.rule_changes) and not self.live
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,9 @@ def build_index(
     """Build (or find) the version holding exactly these chunks, and switch it in when safe.
 
     A version is switched in only when every source was indexed, or when nothing is live yet:
-    a run in which some source failed never replaces what users are searching.
+    a run in which some source failed never replaces what users are searching. Nor does one
+    that cuts a source by other rules than the live version (rule_changes): it is built as a
+    candidate, and only the migration gate switches it in (IndexOutcome.awaits_gate).
 
     With `checks.carry_failed`, a source in `failed_sources` (its ingest failed) no longer holds the
     rest back: the version carries its last good chunks from the live version instead of any it
@@ -83,7 +93,9 @@ def build_index(
     fp = versions.fingerprint(chunks, model_id)
     existing = versions.find_ready_version(conn, fp)
     version = existing or loader.build_version(conn, chunks, model_id, fp).version
-    live, reason = _go_live(conn, version, failed_sources, switch_live)
+    # Only a build asked to switch needs them: a candidate goes to the gate anyway.
+    changed = rule_changes(conn, chunks) if switch_live else {}
+    live, reason = _go_live(conn, version, failed_sources, switch_live, changed)
     if rejected:
         reason += f"; failed quality checks: {admission.describe(rejected)}"
     # Judged before `version` was found or built, so it is never among the revoked.
@@ -96,7 +108,20 @@ def build_index(
         reason += "; failed sources: " + "; ".join(f"{sid}: {what}" for sid, what in sorted(carried.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
     return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **kept_out}, carried,
-                        len(chunks))
+                        len(chunks), changed)
+
+
+def rule_changes(conn: psycopg.Connection, chunks: pd.DataFrame) -> dict[str, str]:
+    """Per source the ready live version holds, "old -> new" where `chunks` cut it by other rules
+    (a rule override, `chunking:`, a new version of its ruleset): re-chunking is a migration, gated
+    on the labelled queries (lectio.evaluation.migration_gate), never a plain switch."""
+    live = versions.get_version(conn)
+    if live is None or live.status != "ready":
+        return {}
+    before = versions.source_rulesets(conn, live.version)
+    now = chunks.groupby("source_id")["ruleset"].agg(set).to_dict()
+    return {sid: f"{', '.join(sorted(before[sid]))} -> {', '.join(sorted(rules))}"
+            for sid, rules in sorted(now.items()) if sid in before and before[sid] != rules}
 
 
 def _chunks_to_index(conn: psycopg.Connection, chunks: pd.DataFrame, failed_sources: list[str],
@@ -145,11 +170,11 @@ def _last_good_chunks(conn: psycopg.Connection, failed: list[str], sources: Mapp
     a typo in its format keeps the ACL it states, as revocation.allowed_acls reads it."""
     live = versions.get_version(conn)
     if live is None or live.status != "ready":
-        why = "not indexed: its ingest failed and " + ("no version is live" if live is None else
-                                                       f"the live version {live.version} is revoked")
+        # What became of it, not why it failed: the reader puts that first (assets.index).
+        why = "not indexed: " + ("no version is live" if live is None else f"the live version {live.version} is revoked")
         return pd.DataFrame(), dict.fromkeys(failed, why), []
     if live.model_id != model_id:
-        why = f"not indexed: its ingest failed, and the live version {live.version} was embedded by another model"
+        why = f"not indexed: the live version {live.version} was embedded by another model"
         held = [sid for sid in failed if sid in live.sources]
         return pd.DataFrame(), {sid: why + (f"; {live.version} stays live" if sid in held else "") for sid in failed}, held
     allowed = revocation.allowed_acls(sources)
@@ -157,7 +182,7 @@ def _last_good_chunks(conn: psycopg.Connection, failed: list[str], sources: Mapp
     notes, keep = {}, []
     for sid in failed:
         if sid not in live.sources:
-            notes[sid] = f"not indexed: its ingest failed and the live version {live.version} does not hold it"
+            notes[sid] = f"not indexed: the live version {live.version} does not hold it"
         elif sid in exposed:
             notes[sid] = (f"not carried from {live.version}: " + revocation.describe_exposure({sid: exposed[sid]}, allowed))
         else:
@@ -168,11 +193,12 @@ def _last_good_chunks(conn: psycopg.Connection, failed: list[str], sources: Mapp
     frame = frame[frame["source_id"].isin(keep)]
     counts = frame.groupby("source_id").size().to_dict()
     for sid in keep:
-        notes[sid] = f"its ingest failed; kept its last good chunks ({counts.get(sid, 0)}) from {live.version}"
+        notes[sid] = f"kept its last good chunks ({counts.get(sid, 0)}) from {live.version}"
     return frame, notes, []
 
 
-def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool) -> tuple[bool, str]:
+def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool,
+             changed_rules: Mapping[str, str]) -> tuple[bool, str]:
     """Whether `version` is live now (switched to when the rule of build_index allows), and why."""
     current = versions.get_version(conn)
     # A revoked live version serves nobody: any version built from the file beats it, even one
@@ -183,6 +209,10 @@ def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], 
         return current == version, f"built as a candidate; {current or 'nothing'} stays live"
     if failed_sources and current is not None and not live_revoked:
         return False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
+    if changed_rules:  # never found against a revoked live version (rule_changes)
+        changes = "; ".join(f"{sid}: {change}" for sid, change in changed_rules.items())
+        return False, (f"built as a candidate, {current} stays live: the chunking rules changed ({changes}), and a rule "
+                       "change goes live only through the migration gate")
     # Its lexical mirror before it serves: until one is built, a search scores BM25 in SQL, whose
     # time grows with private postings it reads and then drops (a few seconds of the full corpus).
     mirror.ensure(conn, versions.get_version(conn, version))

@@ -211,6 +211,15 @@ def _drop_tables(conn: psycopg.Connection, version: str) -> None:
         conn.execute("DELETE FROM index_versions WHERE version = %s", (version,))
 
 
+def source_rulesets(conn: psycopg.Connection, version: str) -> dict[str, set[str]]:
+    """Per source, the ruleset versions its chunks in `version` were cut by (one query over the
+    version's table, read as the owner)."""
+    table = get_version(conn, version).table_name
+    rows = conn.execute(sql.SQL("SELECT source_id, array_agg(DISTINCT ruleset) FROM {} GROUP BY source_id").format(
+        sql.Identifier(table))).fetchall()
+    return {sid: set(rulesets) for sid, rulesets in rows}
+
+
 def version_chunks(conn: psycopg.Connection, version: str) -> pd.DataFrame:
     """A version's chunks as a frame of the chunk columns (no embeddings), read as the owner,
     past row-level security: for checks over a whole version (migrations), never to answer a
