@@ -30,6 +30,7 @@ from lectio.quality.distribution import SUMMARY, detail_markdown, histogram_mark
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
+from assets.gate_settings import refuse_loosening
 from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
 from assets.outcomes import root_cause
 from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
@@ -67,6 +68,14 @@ def table_metadata(frame: pd.DataFrame) -> MetadataValue:
     records = [TableRecord({str(k): (v.item() if hasattr(v, "item") else v) for k, v in row.items()})
                for row in frame.to_dict(orient="records")]
     return MetadataValue.table(records=records, schema=TableSchema(columns=columns))
+
+
+def _refuse_a_loosened_gate(context: AssetExecutionContext) -> None:
+    """In a run that also gates (migrate_index, or a selection with the migration assets), a config
+    that would loosen the gate fails the run here, before the candidate is built."""
+    gating = {key.to_user_string() for key in context.job_def.asset_layer.selected_asset_keys}
+    if gating & {"index_evaluation", "live_index"}:
+        refuse_loosening(context, built=None, model_change=False)
 
 
 def _by_source(loaded, partitions_def: PartitionsDefinition) -> dict[str, pd.DataFrame]:
@@ -112,6 +121,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
         embedder: EmbedderResource, chunks, embeddings
     ):
         """A pgvector table per index version (HNSW + full text), and the pointer to the live one."""
+        _refuse_a_loosened_gate(context)
         by_source = _by_source(chunks, partitions_def)
         embedded = _by_source(embeddings, partitions_def)
         ready = {sid: frame for sid, frame in by_source.items() if sid in embedded}

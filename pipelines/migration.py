@@ -22,7 +22,6 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetSelection,
-    Config,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -31,6 +30,8 @@ from dagster import (
     define_asset_job,
 )
 
+from assets.gate_settings import (EvaluationConfig, GateConfig, keep_for, query_sets_for, refuse_loosening,
+                                  tolerances_for)
 from assets.index import IndexConfig
 from assets.source_assets import OWNERS
 from lectio.evaluation import migration_gate, migration_report
@@ -45,21 +46,6 @@ _SHORT = {"recall@5": "R@5", "recall@10": "R@10", "recall@20": "R@20", "precisio
           "ndcg@10": "nDCG@10", "negative_recall": "neg", "qualifier_presence": "qual", "budget_recall@1000": "R@1k tok"}
 
 
-class EvaluationConfig(Config):
-    query_sets: list[str] = [str(p) for p in migration_gate.DEFAULT_QUERY_SETS]
-    k: int = 20
-    mode: str = "hybrid"
-    # The version to score beside the live one; empty: the version search_index built last,
-    # when it is not live.
-    candidate: str = ""
-
-
-class GateConfig(Config):
-    # Metric → largest drop allowed; a metric left out is reported, not guarded.
-    tolerances: dict[str, float] = dict(migration_gate.DEFAULT_TOLERANCES)
-    keep: int = retention.DEFAULT_KEEP
-
-
 def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
     @asset(group_name="migration", kinds={"postgres"}, owners=OWNERS)
     def index_evaluation(context: AssetExecutionContext, config: EvaluationConfig, database: DatabaseResource,
@@ -68,10 +54,14 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         every version side by side with deltas against the live one. Filled by `lectio migrate` (or the jobs
         migrate_index and gate_candidate), and by `lectio run` only when the chunking rules changed: "Never
         materialized" until the first migration."""
-        query_sets = migration_gate.load_query_sets(config.query_sets)
+        built = (search_index or {}).get("version")
         with database.connect() as conn:
+            # Before anything is scored: a launch that would loosen the gate is refused here
+            # (gate_candidate's first step; migrate_index's search_index refused it already).
+            refuse_loosening(context, built, migration_gate.model_change(conn, config.candidate or built))
+            query_sets = migration_gate.load_query_sets(query_sets_for(config))
             live = versions.live_version(conn)
-            candidate = config.candidate or (search_index or {}).get("version")
+            candidate = config.candidate or built
             if candidate == live:
                 candidate = None
             reports = {}
@@ -93,7 +83,7 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                 if value is not None:
                     metadata[f"live {name} {metric}"] = float(value)
         context.add_output_metadata(metadata)
-        return {"live": live, "candidate": candidate, "reports": reports, "query_sets": list(config.query_sets),
+        return {"live": live, "candidate": candidate, "reports": reports, "query_sets": query_sets_for(config),
                 "k": config.k, "mode": config.mode}
 
     @asset(group_name="migration", kinds={"postgres"}, owners=OWNERS, check_specs=[AssetCheckSpec(
@@ -109,16 +99,19 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
         evaluation = index_evaluation
         candidate = evaluation.get("candidate")
         with database.connect() as conn:
+            # Whatever the evaluation let through: the tolerances and retention are judged here too,
+            # against the models the versions really hold.
+            tolerances = tolerances_for(config, migration_gate.model_change(conn, candidate))
+            keep = keep_for(config)
             if not candidate:
                 live = versions.live_version(conn)
                 result = migration_gate.GateResult(live or "none", live, "unchanged", f"no candidate; {live} stays live")
-                result.retired = retention.retain(conn, config.keep)
+                result.retired = retention.retain(conn, keep)
             else:
                 scoring = migration_gate.Scoring(migration_gate.load_query_sets(evaluation["query_sets"]),
                                                  evaluation["k"], evaluation["mode"], evaluation["reports"])
-                result = migration_gate.gate(conn, candidate, scoring, tolerances=config.tolerances,
-                                             sources=corpus.sources())
-                migration_gate.apply(conn, result, config.keep)
+                result = migration_gate.gate(conn, candidate, scoring, tolerances=tolerances, sources=corpus.sources())
+                migration_gate.apply(conn, result, keep)
             live_now = versions.live_version(conn)
         comparison = migration_report.metrics_markdown(result)
         differences = migration_report.differences_markdown(result)

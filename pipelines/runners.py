@@ -39,6 +39,7 @@ from assets.source_assets import INPUTS_KEY, entry_failure
 from pipelines.observations import source_observations
 from pipelines.definitions import build_definitions
 from assets.names import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
+from assets.gate_settings import operators_settings
 from pipelines.migration import EvaluationConfig, GateConfig
 from pipelines.home import executing_instance, prepare_dagster_env
 from assets.outcomes import root_cause
@@ -188,8 +189,11 @@ def _gate_rule_change(defs, instance: DagsterInstance, tags: dict[str, str], can
 
 
 def _gate(defs, instance: DagsterInstance, tags: dict[str, str], evaluation: EvaluationConfig, gate: GateConfig):
-    """The gate job (score the candidate beside the live version, then switch or refuse), in process."""
-    return _execute(defs, GATE_JOB, instance, tags, run_config=_run_config(index_evaluation=evaluation, live_index=gate))
+    """The gate job (score the candidate beside the live version, then switch or refuse), in process,
+    with the operator's settings: `lectio migrate`'s flags may loosen what a UI run may only narrow."""
+    with operators_settings():
+        return _execute(defs, GATE_JOB, instance, tags, run_config=_run_config(index_evaluation=evaluation,
+                                                                                live_index=gate))
 
 
 def _input_fingerprints(settings: Settings, echo: Callable[[str], None]) -> dict[str, str | None]:

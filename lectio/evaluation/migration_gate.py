@@ -23,6 +23,7 @@ No Dagster here: pipelines/migration.py wraps these functions as assets and an a
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -55,6 +56,12 @@ DEFAULT_TOLERANCES = {"recall@20": 0.03, "budget_recall@1000": 0.05}
 # cost theology's dev recall@20 .654 -> .627 (interval -.051 to -.005) and quotations' MRR beyond
 # noise was switched in.
 MODEL_TOLERANCES = {"recall@20": 0.0, "mrr": 0.0, "ndcg@10": 0.0, "budget_recall@1000": 0.0}
+# The project's own labelled query sets: the only ones a run launched from the UI may gate on (a
+# run's config naming any file on the host scored the candidate on whatever that file said).
+QUERY_SETS_DIR = PROJECT_ROOT / "data" / "queries"
+# How the gate scores both versions: a run's config may not change it (a lexical-only gate never
+# looks at the embeddings, so a model migration would pass it untested).
+DEFAULT_K, DEFAULT_MODE = 20, "hybrid"
 # Listed per query whenever they change, guarded or not: the main metric for comparing chunkings.
 ALWAYS_LISTED = ("recall@20",)
 
@@ -151,10 +158,92 @@ def check_tolerances(tolerances: Mapping[str, float]) -> dict[str, float]:
     unknown = sorted(set(tolerances) - set(METRICS))
     if unknown:
         raise ValueError(f"no metric {', '.join(unknown)}; metrics are {', '.join(METRICS)}")
+    # NaN compares false with every drop, so it would guard nothing, as would infinity.
+    unbounded = sorted(m for m, t in tolerances.items() if not math.isfinite(t))
+    if unbounded:
+        raise ValueError(f"a tolerance is the largest drop allowed, a finite number: {', '.join(unbounded)}")
     negative = sorted(m for m, t in tolerances.items() if t < 0)
     if negative:
         raise ValueError(f"a tolerance is the largest drop allowed and cannot be negative: {', '.join(negative)}")
     return {m: float(t) for m, t in tolerances.items()}
+
+
+# ---------------------------------------------------------------- what a run's config may ask
+# A run launched from the UI (its config, its tags) may only make the gate stricter than the
+# deployment's defaults; the operator's own `lectio migrate` flags are not held to this
+# (docs/operations.md, *What a run may change*).
+
+
+def tolerance_floor(model_change: bool) -> dict[str, float]:
+    """The loosest tolerances a run may ask for: MODEL_TOLERANCES where the candidate embeds with
+    another model than the live version, DEFAULT_TOLERANCES otherwise."""
+    return dict(MODEL_TOLERANCES if model_change else DEFAULT_TOLERANCES)
+
+
+def narrowed_tolerances(tolerances: Mapping[str, float] | None, floor: Mapping[str, float]) -> dict[str, float]:
+    """`tolerances` where they only tighten `floor` (every metric it guards still guarded, none
+    allowed a larger drop; more metrics may be guarded); None: `floor` itself."""
+    if tolerances is None:
+        return dict(floor)
+    tolerances = check_tolerances(tolerances)
+    dropped = [m for m in floor if m not in tolerances]
+    looser = [f"{m} {tolerances[m]:g} (at most {floor[m]:g})" for m in floor if tolerances.get(m, 0) > floor[m]]
+    if dropped or looser:
+        said = [f"{', '.join(dropped)} no longer guarded"] * bool(dropped) + looser
+        raise ValueError(f"may only tighten the gate's defaults, not loosen them: {'; '.join(said)}")
+    return tolerances
+
+
+def narrowed_keep(keep: int) -> int:
+    """`keep` where it keeps at least the default number of versions."""
+    if keep < DEFAULT_KEEP:
+        raise ValueError(f"{keep} keeps fewer versions than the default {DEFAULT_KEEP}; a run may keep more, never fewer")
+    return keep
+
+
+def narrowed_scoring(k: int, mode: str) -> None:
+    """Refuses a run's other way of scoring: the gate measures as the deployment's defaults do."""
+    if (k, mode) != (DEFAULT_K, DEFAULT_MODE):
+        raise ValueError(f"the gate scores the top {DEFAULT_K} in {DEFAULT_MODE} mode; a run may not change "
+                         f"that (asked: k={k}, mode={mode!r})")
+
+
+def narrowed_query_sets(specs: Sequence[str]) -> list[str]:
+    """`specs` where each is one of the project's sets (a .jsonl file of QUERY_SETS_DIR, whole or
+    a part) and every default set is still among them (its part or its whole file), as absolute
+    specs; empty: the defaults."""
+    given = [_project_set(spec) for spec in specs] or [_project_set(spec) for spec in DEFAULT_QUERY_SETS]
+    for path, part in (_project_set(spec) for spec in DEFAULT_QUERY_SETS):
+        if (path, part) not in given and (path, "all") not in given:
+            raise ValueError(f"leave out {path.name}:{part}, a set the gate guards by default; "
+                             "a run may add the project's sets, never drop one")
+    return [str(path) if part == "all" else f"{path}:{part}" for path, part in given]
+
+
+def _project_set(spec: Path | str) -> tuple[Path, str]:
+    path, part = split_spec(spec)
+    folder = QUERY_SETS_DIR.resolve()
+    # Relative to the project, as a user would write it; resolved, so no link or '..' leads out.
+    resolved = (path if path.is_absolute() else PROJECT_ROOT / path).resolve()
+    if resolved.parent != folder or resolved.suffix != ".jsonl" or not resolved.is_file():
+        raise ValueError(f"{str(spec)[:200]!r} is not one of the project's query sets (the .jsonl files of {folder})")
+    return resolved, part
+
+
+def model_change(conn: psycopg.Connection, candidate: str | None) -> bool:
+    """Whether `candidate` holds other vectors than the live version: another model or other
+    numerics (the runtime alone gives the same vectors)."""
+    live = versions.live_version(conn)
+    if not candidate or not live or candidate == live:
+        return False
+    ids = [getattr(versions.get_version(conn, v), "model_id", "") or "" for v in (live, candidate)]
+    return len({_vectors_of(model_id) for model_id in ids}) > 1
+
+
+def _vectors_of(model_id: str) -> str:
+    from lectio.embedding.backends import BACKENDS
+
+    return "+".join(part for part in model_id.split("+") if part not in BACKENDS)
 
 
 def parse_tolerances(recall: float | None, overrides: Sequence[str],

@@ -561,7 +561,7 @@ def test_an_adapted_embedder_comes_in_by_migration_and_the_home_keeps_it_until_i
     assert home_choice() is None
 
 
-def test_a_batch_tagged_with_a_trained_model_is_indexed_as_a_gated_migration(home, capsys):
+def test_a_batch_tagged_with_a_trained_model_is_indexed_as_a_gated_migration(home, capsys, monkeypatch):
     """A backfill launched from the UI with lectio/embed_model embeds with that model, and its index
     is a candidate: the index_after_batch sensor asks migrate_index to build, score and gate it, and
     a build_index launched with the tag never switches it in by itself."""
@@ -611,7 +611,9 @@ def test_a_batch_tagged_with_a_trained_model_is_indexed_as_a_gated_migration(hom
 
     # The migration the sensor asked for: the gate, not the build, decides.
     config = {**request.run_config, **quiet}
-    config["ops"] = {**config["ops"], "index_evaluation": {"config": {"query_sets": [str(QUERIES)]}}}
+    # A UI run gates on the project's sets only (issue 63): here the fixture's one set is the project's.
+    monkeypatch.setattr(migration_gate, "QUERY_SETS_DIR", QUERIES.parent)
+    monkeypatch.setattr(migration_gate, "DEFAULT_QUERY_SETS", (str(QUERIES),))
     migrated = defs.resolve_job_def(MIGRATE_JOB).execute_in_process(run_config=config, instance=instance,
                                                                     tags=request.tags, raise_on_error=False)
     gate = migrated.output_for_node("live_index")

@@ -57,7 +57,12 @@ def _tick(defs, cursor=None):
         instance=DagsterInstance.get(), cursor=cursor, definitions=defs, resources=defs.resources))
 
 
-def test_a_rule_change_from_the_ui_is_held_for_the_gate_and_switched_only_by_it(home):
+def test_a_rule_change_from_the_ui_is_held_for_the_gate_and_switched_only_by_it(home, monkeypatch):
+    # A UI run gates on the project's sets only (issue 63): here the fixture's one set is the project's.
+    from lectio.evaluation import migration_gate
+
+    monkeypatch.setattr(migration_gate, "QUERY_SETS_DIR", QUERIES.parent)
+    monkeypatch.setattr(migration_gate, "DEFAULT_QUERY_SETS", (str(QUERIES),))
     live_before = _live(home)
     rules = home.sources("context-1", ", rules: {paragraph_context_sentences: 1}")
     prepare_dagster_env(home.use(rules), home.database)
@@ -83,7 +88,7 @@ def test_a_rule_change_from_the_ui_is_held_for_the_gate_and_switched_only_by_it(
     # The sensor's next tick hands it to the gate, once.
     (gate,) = _tick(defs).run_requests
     assert gate.job_name == GATE_JOB and gate.run_config["ops"]["index_evaluation"]["config"]["candidate"] == candidate
-    config = {**QUIET, "ops": {"index_evaluation": {"config": {"candidate": candidate, "query_sets": [str(QUERIES)]}}}}
+    config = {**QUIET, **gate.run_config}
     gated = defs.resolve_job_def(GATE_JOB).execute_in_process(instance=instance, run_config=config, tags=gate.tags)
     decision = gated.output_for_node("live_index")
     assert decision["candidate"] == candidate and decision["decision"] in ("switch", "refuse")
