@@ -18,12 +18,15 @@ def model_command(args) -> int:
     if args.action == "adapt":
         return adapt_command(args)
     before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
-    record = backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=args.action == "measure")
+    # Showing only reads: a home with no record, or one that does not parse, is said so, not
+    # measured (a measurement takes minutes; `measure` and the next run that needs one do it).
+    record = before if args.action == "show" else backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=True)
     rerankers, embedders = trained_rerankers(), adapted_embedders()
     if args.json:
-        print(json.dumps(record | {"rerankers": rerankers, "adapted_embedders": embedders}, indent=2, default=str))
+        shown = record or {"recorded": None, "why": _unrecorded()}
+        print(json.dumps(shown | {"rerankers": rerankers, "adapted_embedders": embedders}, indent=2, default=str))
         return 0
-    print(describe(record))
+    print(describe(record) if record else _unrecorded())
     print(describe_rerankers(rerankers))
     print(describe_embedders(embedders))
     if before and (before["backend"], before.get("precision", "fp32")) != (record["backend"], record["precision"]):
@@ -32,9 +35,19 @@ def model_command(args) -> int:
     return 0
 
 
+def _unrecorded() -> str:
+    """Why there is no runtime to show, in one line: no record yet, or one that does not parse."""
+    path = backends.record_file(MODEL_NAME, release_of(MODEL_NAME))
+    state = "does not parse as a runtime record and is ignored" if path.exists() else "is not there yet"
+    return (f"embedding runtime: {path} {state}; the next run that needs it measures "
+            "(or `lectio model measure` now)")
+
+
 def describe(record: dict) -> str:
     machine = record["machine"]
-    lines = [f"{machine['cpu']}, {machine['cores']} cores (onnxruntime {machine['onnxruntime']}, torch {machine['torch']})",
+    # Another machine's record may name less of it: shown as far as it goes.
+    lines = [f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores (onnxruntime {machine.get('onnxruntime', '?')}, "
+             f"torch {machine.get('torch', '?')})",
              f"ingest: {record['backend']}/{record.get('precision', 'fp32')}; queries: "
              f"{'/'.join(backends.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
              + ("" if record.get("provisional") else
@@ -51,7 +64,10 @@ def describe(record: dict) -> str:
         if "reason" in found:
             lines.append(f"  {name}: cannot run here ({found['reason']})")
             continue
-        same = found["equivalence"]
+        same = found.get("equivalence")
+        if same is None:  # recorded before its vectors were compared
+            lines.append(f"  {name}: not compared with torch fp32")
+            continue
         speed = (f"{found['texts_per_second']} texts/s (spread {found['spread']:.0%}), query p50 "
                  f"{found['query_ms']['p50']} / p95 {found['query_ms']['p95']} ms; " if "seconds" in found else "")
         lines.append(f"  {name}: {speed}{same['relation']} (min cosine {same['min_cosine']}, "

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import logging
 import os
 import statistics
@@ -320,9 +321,15 @@ def _covers(record: dict, pool: list[tuple[str, str]]) -> bool:
 
 
 def recorded(name: str, release: str, home: Path | None = None) -> dict | None:
-    """The home's recorded measurement as it stands, whatever machine made it; None if none."""
+    """The home's recorded measurement as it stands, whatever machine made it; None if none (or
+    one that does not parse as a record)."""
+    return _read(record_file(name, release, home))
+
+
+def record_file(name: str, release: str, home: Path | None = None) -> Path:
+    """Where the home keeps the runtime record that answers for `name`."""
     name, release = _measured_as(name, release)
-    return _read(onnx_runtime.model_dir(name, release, home) / CHOICE_FILE)
+    return onnx_runtime.model_dir(name, release, home) / CHOICE_FILE
 
 
 def _write(path: Path, record: dict) -> None:
@@ -332,11 +339,68 @@ def _write(path: Path, record: dict) -> None:
 
 
 def _read(path: Path) -> dict | None:
+    """The record at `path`; None where there is none or it does not parse as a record: ignored,
+    so a run that needs one measures again, and nothing that reads it meets a wrong shape (a
+    `"query": "onnx"` ended searches and runs in a TypeError)."""
     try:
         record = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    return record if isinstance(record, dict) and record.get("backend") in BACKENDS else None
+    return record if valid_record(record) else None
+
+
+def valid_record(record: object) -> bool:
+    """Whether `record` has the shape every reader of backend.json relies on (the choice, the
+    machine, the query runtime, the provisional inputs, each candidate's evidence)."""
+    return (isinstance(record, dict) and _runtime(record, default_precision=True)
+            and isinstance(record.get("machine"), dict)
+            and (record.get("query") is None or _runtime(record["query"]))
+            and record.get("quiet", True) in (True, False)
+            and _provisional_shape(record.get("provisional"))
+            and _candidates_shape(record.get("candidates")))
+
+
+def _runtime(found: object, default_precision: bool = False) -> bool:
+    """A (backend, precision) this lectio runs; query session threads and spin are checked where
+    read (query_session falls back to one thread)."""
+    if not isinstance(found, dict) or found.get("backend") not in BACKENDS:
+        return False
+    precision = found.get("precision", numerics.DEFAULT) if default_precision else found.get("precision")
+    return isinstance(precision, str) and precision in PRECISIONS[found["backend"]]
+
+
+def _provisional_shape(provisional: object) -> bool:
+    if provisional in (None, False):
+        return True
+    return isinstance(provisional, dict) and all(
+        type(provisional.get(k)) is int and provisional[k] >= 0 for k in ("input_bytes", "measure_from_bytes"))
+
+
+def _candidates_shape(candidates: object) -> bool:
+    if candidates is None:
+        return True
+    return isinstance(candidates, dict) and all(isinstance(c, dict) and _candidate_shape(c) for c in candidates.values())
+
+
+def _candidate_shape(found: dict) -> bool:
+    """A runtime that could not run (its reason), or what was measured of it: its equivalence
+    (which a timed one has), its speed."""
+    if "reason" in found:
+        return isinstance(found["reason"], str)
+    same = found.get("equivalence")
+    judged = same is None and "seconds" not in found or isinstance(same, dict) and isinstance(
+        same.get("relation"), str) and all(_number(same.get(k)) for k in ("min_cosine", "neighbour_overlap"))
+    timed = "seconds" not in found or (
+        isinstance(found["seconds"], list) and found["seconds"] and all(map(_number, found["seconds"]))
+        and _number(found.get("spread")))
+    speed = found.get("texts_per_second") is None or _number(found["texts_per_second"])
+    queries = found.get("query_ms")
+    return judged and timed and speed and (
+        queries is None or isinstance(queries, dict) and all(_number(queries.get(k)) for k in ("p50", "p95")))
+
+
+def _number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | None = None,
