@@ -51,7 +51,8 @@ def proposals(request: VersionRequest, rows: sql.Composable | None = None, vecto
     if config.embeds:
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
-        text = f"{query} {extra}" if config.vector.expand and extra else query
+        said = request.embedded or query
+        text = f"{said} {extra}" if config.vector.expand and extra else said
         side = threads.embedding().submit(_vector_side, request, text, where, params, vector)
     try:
         if config.matches_words:

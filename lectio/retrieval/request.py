@@ -34,6 +34,9 @@ class VersionRequest:
     # The version's lexical mirror where this search ranks words with it (lectio.retrieval.lexical
     # .version_mirror); None to score BM25 in SQL.
     mirror: Mirror | None = None
+    # What the vector side embeds where it differs from `query`: a question as asked, ranked
+    # otherwise by its subject (lectio.retrieval.config.QuestionSettings).
+    embedded: str | None = None
 
     @property
     def translation(self) -> str:

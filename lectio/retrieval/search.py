@@ -120,8 +120,12 @@ def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[Re
     config = request.config
     if shape.is_paragraph(meant.text, config.paragraphs.words):
         config = config.for_paragraphs()
-    text = meant.question_subject if config.questions.subject and meant.question_subject else meant.text
-    return ranked_search(replace(request, query=text, config=config))
+    if config.questions.subject and meant.question_subject:
+        # The frame helps the vector find answers (the model learned questions and their answers);
+        # the words and the query's shape are the subject's.
+        said = None if config.questions.embed_subject else meant.text
+        return ranked_search(replace(request, query=meant.question_subject, config=config, embedded=said))
+    return ranked_search(replace(request, query=meant.text, config=config))
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:
