@@ -109,6 +109,9 @@ class ParagraphSettings:
     words: int = 30
     long_passage_tokens: int = 0
     prominence_weight: float = 0.0
+    # A paragraph's first page is the passage it comments on and its own neighbours: feedback toward
+    # them cost the long passages' dev recall@20 .845 -> .553 (feedback.weight 1).
+    feedback_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,20 @@ class FeedbackSettings:
     `weight` (0: off). A first vector hit at cosine `skip_above` or more (a quotation) is left
     alone."""
 
+    # On the readers' typed topics' dev part, weight 1 over the first 5 hits gained beyond noise
+    # (recall@20 .195 -> .201, MRR .276 -> .287, nDCG@10 .135 -> .140); no metric of theology,
+    # Nave's, near-quotations or long passages fell beyond noise. 0.5, alpha 0.7 and 10 hits were
+    # no better. On the readers' questions it cost recall@20 beyond noise (.287 -> .261), so a
+    # question takes none (`questions`). Still off: on, a topic narrowed to scripture no longer
+    # ranks as the unfiltered topic's scripture hits (the moved vector's walk differs with the
+    # filter), and an auxiliary opening reads as a question only with its question mark, so
+    # "do not be anxious" and "do not be anxious?" would differ; docs/results.md.
     weight: float = 0.0
     docs: int = 5
     alpha: float = 0.5
     skip_above: float = 0.8
+    # Whether a question (lectio.retrieval.query_text.QueryText.asks) takes feedback too.
+    questions: bool = False
 
 
 @dataclass(frozen=True)
@@ -297,7 +310,8 @@ class SearchConfig:
         """This configuration as a paragraph-length query is ranked under (ParagraphSettings)."""
         paragraphs = self.paragraphs
         return self.with_settings({"stages.long_passages.tokens": paragraphs.long_passage_tokens,
-                                   "fusion.prominence_weight": paragraphs.prominence_weight})
+                                   "fusion.prominence_weight": paragraphs.prominence_weight,
+                                   "feedback.weight": paragraphs.feedback_weight})
 
 
 @lru_cache(maxsize=None)

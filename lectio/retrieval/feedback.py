@@ -25,9 +25,12 @@ Ranking = list[tuple[str, float]]
 
 
 def wanted(request: VersionRequest, found: Proposals) -> bool:
-    """Whether feedback runs: on in the settings, in a hybrid, and the first vector hit undecided."""
+    """Whether feedback runs: on in the settings, in a hybrid, for a question only where the
+    settings say so, and the first vector hit undecided."""
     settings = request.config.feedback
     if not settings.weight or request.config.mode != Mode.HYBRID or found.vector is None or not found.near:
+        return False
+    if not settings.questions and request.question:
         return False
     return found.near[0][1] < settings.skip_above
 

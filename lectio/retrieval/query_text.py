@@ -68,6 +68,11 @@ class QueryText:
             ranges = parse_reference(self.subject)
         return ranges
 
+    def asks(self) -> bool:
+        """Whether the query is a question: a question's frame around its subject ("what is love",
+        "Is man a reasonable creature?"). A question mark alone asks nothing: "peace?" is "peace"."""
+        return self.question_subject is not None
+
     def word_study(self) -> word_study.WordQuery | None:
         """The biblical word the query asks about: a number, script or "the Greek word for …" as
         typed; a bare transliteration ("agape") in the subject, where a wrapper's words are none."""

@@ -117,10 +117,11 @@ def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[Re
         response = lexicon.study(replace(request, query=meant.subject), word)
         if response is not None:
             return response
-    config = request.config
+    config, question = request.config, meant.asks()
+    request = replace(request, question=question)
     if shape.is_paragraph(meant.text, config.paragraphs.words):
         config = config.for_paragraphs()
-    if config.questions.subject and meant.question_subject:
+    if config.questions.subject and question and meant.question_subject:
         # The frame helps the vector find answers (the model learned questions and their answers);
         # the words and the query's shape are the subject's.
         said = None if config.questions.embed_subject else meant.text

@@ -26,13 +26,17 @@ def content_words(query: str) -> list[str]:
     return [w for w in query_words(query) if not is_function_word(w)]
 
 
+def asks(query: str) -> bool:
+    """Whether the query reads as a question: a question mark, or a question word first."""
+    return "?" in query or bool(_QUESTION.match(query))
+
+
 def query_shape(query: str, topic_words: int) -> str:
     """TOPIC for at most `topic_words` content words that ask no question, SENTENCE otherwise.
     Whether a short query names a passage instead is for the ranking to tell (its best hit is
     the pericope)."""
     words = content_words(query)
-    asks = "?" in query or _QUESTION.match(query)
-    if 0 < len(words) <= topic_words and not asks:
+    if 0 < len(words) <= topic_words and not asks(query):
         return TOPIC
     return SENTENCE
 

@@ -23,7 +23,7 @@ sources:
 """
 ALICE = ("public", "user:alice")
 PUBLIC = ("public",)
-HEAVY = SearchConfig.from_options(topic_other_translations_weight=1000.0)
+HEAVY = SearchConfig.from_options(topic_other_translations_weight=100.0)  # the most a weight may be
 OFF = SearchConfig.from_options(topic_other_translations_weight=0.0)
 
 

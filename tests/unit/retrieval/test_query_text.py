@@ -84,3 +84,14 @@ def test_a_quotation_a_topic_and_a_wrapped_topic_have_no_question_subject(query)
 def test_a_short_questions_subject_is_a_topic():
     assert query_shape(read("What is faith?").question_subject, 1) == TOPIC
     assert query_shape(read("What is faith?").text, 1) != TOPIC
+
+
+@pytest.mark.parametrize("query, question", [
+    ("Must baptism be in the name of the Father?", True), ("what is love", True), ("How should we pray", True),
+    ("anxiety?", False), ("anxiety", False), ("Do not be anxious about anything", False),
+    ("For God so loved the world", False), ("What does the Bible say about anxiety", False),
+])
+def test_whether_a_query_asks_is_read_of_it_as_typed(query, question):
+    # A wrapper ("what does the Bible say about") asks for a topic, not a question's answer, and a
+    # question mark alone changes nothing ("peace?" is "peace").
+    assert read(query).asks() is question
