@@ -164,9 +164,10 @@ class FeedbackSettings:
     # Nave's, near-quotations or long passages fell beyond noise. 0.5, alpha 0.7 and 10 hits were
     # no better. On the readers' questions it cost recall@20 beyond noise (.287 -> .261), so a
     # question takes none (`questions`). Still off: on, a topic narrowed to scripture no longer
-    # ranks as the unfiltered topic's scripture hits (the moved vector's walk differs with the
-    # filter), and an auxiliary opening reads as a question only with its question mark, so
-    # "do not be anxious" and "do not be anxious?" would differ; docs/results.md.
+    # ranks as the unfiltered topic's scripture hits (without the evidence, a filtered search moves
+    # its vector toward its own scripture-only first page), and an auxiliary opening reads as a
+    # question only with its question mark, so "do not be anxious" and "do not be anxious?" would
+    # differ; docs/results.md.
     weight: float = 0.0
     docs: int = 5
     alpha: float = 0.5
