@@ -1,5 +1,6 @@
 """Feedback from the first page (dense Rocchio): the query's vector moved toward the vectors of the
-first hits of its own first ranking, and the HNSW graph walked again from there.
+first hits of its first ranking (the unfiltered one, where a search narrowed to scripture reads
+it for the evidence), and the HNSW graph walked again from there.
 
 A short question or a typed topic says little; the commentary, notes and confession prose that
 answer it on the first page say what it leaves out, in the words and senses the verses use. The
@@ -11,9 +12,9 @@ caller may read move the vector."""
 
 from __future__ import annotations
 
-import numpy as np
 from dataclasses import replace
 
+import numpy as np
 from psycopg import sql
 
 from lectio.retrieval import candidates
