@@ -51,7 +51,7 @@ def chapter_verses(request: VersionRequest, found) -> Ranking:
     if not votes:
         return []
     best = sorted(votes.items(), key=lambda item: -item[1])[: settings.chapters]
-    top = best[0][1]
+    top = best[0][1] or 1.0  # every vote 0: no chapter stands out
     within, span_params = candidates.ordinal_spans([(key * _CHAPTER, key * _CHAPTER + _CHAPTER - 1) for key, _ in best])
     rows = request.conn.execute(
         sql.SQL("SELECT chunk_id, ordinal, 1 - (embedding <=> %(v)s) FROM {table} "
