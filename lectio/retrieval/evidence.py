@@ -23,9 +23,11 @@ def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     """The passages the unfiltered first hits of a search narrowed to scripture speak for, the
     query's embedding, and the unfiltered ranking (whose first hits feedback reads)."""
     evidence, given = request.config.evidence, request.filters.given
-    # The unfiltered ranking is the first page feedback reads, so it takes none itself.
-    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)),
-                    config=request.config.with_settings({"feedback.weight": 0.0}))
+    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
+    if request.config.feedback.weight:
+        # The unfiltered ranking is the first page feedback reads, so it takes none itself (a new
+        # configuration is built only then: this runs on every search narrowed to scripture).
+        wider = replace(wider, config=request.config.with_settings({"feedback.weight": 0.0}))
     order, vector = fusion.ranking(wider)
     # The page the caller would have read unfiltered (the stages keep one hit per passage), read
     # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.

@@ -121,7 +121,7 @@ def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[Re
     request = replace(request, question=question)
     if shape.is_paragraph(meant.text, config.paragraphs.words):
         config = config.for_paragraphs()
-    if config.questions.subject and question and meant.question_subject:
+    if config.questions.subject and question:  # a question has a subject (QueryText.asks)
         # The frame helps the vector find answers (the model learned questions and their answers);
         # the words and the query's shape are the subject's.
         said = None if config.questions.embed_subject else meant.text
