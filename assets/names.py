@@ -16,6 +16,8 @@ STAGE_TAG = "lectio/stage"  # "index" on index runs (dagster.yaml limits those t
 # by" column knows only its own user, schedule and sensor tags, so it reads "Manually launched";
 # this tag, at the top of the run's page and in the runs filter, says where the run came from.
 LAUNCHED_BY_TAG = "lectio/launched_by"
+# Its values: the commands that execute their runs in process and build their own index.
+COMMANDS = ("lectio run", "lectio migrate")
 # The sources a run failed on, shown at the top of its page and in the Runs list (filterable): on
 # the index run, every failed source; on a source's ingest run, that source, when its entry or
 # file stopped it (the run itself ends successfully, so the checks it never reached read as

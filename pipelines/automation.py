@@ -19,7 +19,8 @@ How they fit together (docs/operations.md tells the operator's side):
   asks for the same index itself as its last step ends, so the sensor's pass is not waited for
   (pipelines.batches, where the rule lives). A version `build_index` held back because the
   chunking rules changed (lectio.index.build) it hands to `gate_candidate` at its next tick: a
-  rule change goes live through the migration gate alone. A sensor rather than a second schedule at,
+  rule change goes live through the migration gate alone. While a `lectio run` or `lectio migrate`
+  is at work it skips, saying so: that command builds the index of its own runs. A sensor rather than a second schedule at,
   say, 04:00: the index follows the partitions however long they take. Waiting for "nothing in
   progress" rather than for a batch's size makes it follow runs nobody tagged.
 - `alert_on_failed_checks` and `alert_on_failed_runs` turn failed asset checks and failed runs

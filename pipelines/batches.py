@@ -19,12 +19,13 @@ from datetime import datetime, timezone
 from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, RunRequest, RunsFilter
 
 from assets.index import IndexConfig
-from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS,
+from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, COMMANDS, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS,
                           INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG, STAGE_TAG)
 from assets.source_assets import entry_failure
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
 from pipelines.dagster_internals import (REPOSITORY_LABEL_TAG, BulkActionsFilter, BulkActionStatus, JobPythonOrigin,
                                          RemoteInstigatorOrigin, RemoteJobOrigin)
+from pipelines.run_owners import OWNER_PID_TAG, executed_by_live_process
 
 INDEX_SENSOR = "index_after_batch"
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -42,6 +43,8 @@ STALE_RUN_SECONDS = 4 * 3600
 def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, str] | str:
     """The index run the batch asks for now, with the sensor's next cursor; or, in words, why
     none. `ending`: the ingest run that asks as its last step ends (still STARTED; it succeeded)."""
+    if command := _command_in_progress(instance):
+        return f"{command} is running and builds its own index: its runs are not a batch"
     # Nothing while a source is still being ingested: the index would miss it, and a backfill
     # still launching its runs is not done either.
     if busy := _ingest_in_progress(instance, ending):
@@ -171,6 +174,22 @@ def _ingest_in_progress(instance, ending=None) -> str | None:
                  if b.job_name == INGEST_JOB or set(b.asset_selection or ()) & INGEST_KEYS]
     parts = [f"{len(runs)} ingest run(s)" if runs else "", f"{len(backfills)} backfill(s)" if backfills else ""]
     return " and ".join(p for p in parts if p) or None
+
+
+def _command_in_progress(instance) -> str | None:
+    """The `lectio run` or `lectio migrate` still at work, in words ("lectio run (process 812)"),
+    or None. Such a command executes its runs in process one after another, holding the database's
+    writer lock throughout, and builds the index after the last: between two of its runs nothing is
+    in progress, yet an index asked for then failed on that lock (WriterBusy, a red run that paged
+    the team). At work: the newest of its runs is an ingest run, or has not ended, and its process
+    may still run (a killed one's runs are a batch like any other)."""
+    records = instance.get_run_records(filters=RunsFilter(tags={LAUNCHED_BY_TAG: list(COMMANDS)}), limit=1)
+    if not records or (records[0].dagster_run.job_name != INGEST_JOB and _finished(records[0])):
+        return None
+    run = records[0].dagster_run
+    if not executed_by_live_process(run) or time.time() - records[0].update_timestamp.timestamp() > STALE_RUN_SECONDS:
+        return None
+    return f"{run.tags[LAUNCHED_BY_TAG]} (process {run.tags[OWNER_PID_TAG]})"
 
 
 def _last_index_start(instance) -> float:

@@ -70,6 +70,13 @@ def owner_gone(run: DagsterRun) -> str | None:
     return f"process {pid}, which executed it, ended (killed or crashed) before the run did"
 
 
+def executed_by_live_process(run: DagsterRun) -> bool:
+    """Whether `run` is one a process executed itself (`lectio run`, `lectio migrate`) and that
+    process may still be at work: it runs, or it is one this process cannot see. Not a run whose
+    owner tags were copied from another (a re-execution), nor one whose process is gone."""
+    return run.tags.get(OWNER_RUN_TAG) == run.run_id and owner_gone(run) is None
+
+
 def ui_origin(repository: str, job_name: str) -> RemoteJobOrigin:
     """The job as the UI knows it: in the code location that workspace.yaml (`lectio dev`) names."""
     return RemoteJobOrigin(RemoteRepositoryOrigin(_workspace_location(), repository), job_name)

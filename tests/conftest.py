@@ -131,6 +131,29 @@ def home_factory() -> Callable[..., ContextManager[Home]]:
     return own_home
 
 
+def documents_yaml() -> str:
+    """Two small document sources: the staff guide (staff only) and a public rota."""
+    return (
+        "sources:\n"
+        "  - {id: guide, kind: document, format: markdown, path: staff_guide.md, acl: ['group:staff']}\n"
+        "  - {id: rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
+    )
+
+
+@contextmanager
+def documents_home(prefix: str) -> Iterator[Home]:
+    """own_home over documents_yaml(), its rota written beside the staff guide."""
+    with own_home(prefix, documents_yaml, [FIXTURES / "staff_guide.md"]) as home:
+        (home.folder / "rota.txt").write_text("Volunteer rota\n\nSunday: tea and coffee after the service.\n")
+        yield home
+
+
+@pytest.fixture(scope="session")
+def documents_home_factory() -> Callable[[str], ContextManager[Home]]:
+    """documents_home, for a module that needs only two small documents in a home of its own."""
+    return documents_home
+
+
 @pytest.fixture(scope="session", autouse=True)
 def lectio_env(fixture_sources):
     """The session's home, over the fixture sources."""

@@ -47,18 +47,9 @@ LOOSENINGS = {
 }
 
 
-def sources_yaml() -> str:
-    return (
-        "sources:\n"
-        "  - {id: guide, kind: document, format: markdown, path: staff_guide.md, acl: ['group:staff']}\n"
-        "  - {id: rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
-    )
-
-
 @pytest.fixture(scope="module")
-def home(home_factory):
-    with home_factory("lectio-gate-authority-home-", sources_yaml, [FIXTURES / "staff_guide.md"]) as home:
-        (home.folder / "rota.txt").write_text("Volunteer rota\n\nSunday: tea and coffee after the service.\n")
+def home(documents_home_factory):
+    with documents_home_factory("lectio-gate-authority-home-") as home:
         from pipelines.runners import run_main
 
         assert run_main(home.settings, echo=lambda _: None).index["live"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterEventType, DagsterInstance, build_sensor_context
@@ -26,25 +25,15 @@ from pipelines.home import prepare_dagster_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # What the UI launches: Materialize on the raw_texts partition; Materialize all on the `ingest` group.
 RAW_TEXTS = ["raw_texts"]
 INGEST_GROUP = ["raw_texts", "parsed_structure", "chunks"]
 
 
-def sources_yaml() -> str:
-    return (
-        "sources:\n"
-        "  - {id: guide, kind: document, format: markdown, path: staff_guide.md, acl: ['group:staff']}\n"
-        "  - {id: rota, kind: document, format: text, path: rota.txt, acl: [public]}\n"
-    )
-
-
 @pytest.fixture(scope="module")
-def home(home_factory):
-    with home_factory("lectio-partial-ingest-home-", sources_yaml, [FIXTURES / "staff_guide.md"]) as home:
-        (home.folder / "rota.txt").write_text("Volunteer rota\n\nSunday: tea and coffee after the service.\n")
+def home(documents_home_factory):
+    with documents_home_factory("lectio-partial-ingest-home-") as home:
         from pipelines.runners import run_main
 
         assert run_main(home.settings, echo=lambda _: None).index["live"]
