@@ -282,7 +282,8 @@ def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: str
         if problem := entry_failure(events):
             return problem
         if cause := root_cause(events):
-            return f"{cause[1]} (run {run.run_id[:8]}, step {cause[0]})"
+            step, message = cause
+            return f"{message} (run {run.run_id[:8]}{f', step {step}' if step else ''})"
         if run.status != DagsterRunStatus.SUCCESS:
             return f"its ingest run {run.run_id[:8]} ended {run.status.value}"
         if stale:

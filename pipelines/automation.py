@@ -315,7 +315,7 @@ def _alert_summary(alerts: list[Alert]) -> str:
 
 def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:
     run = context.dagster_run
-    asset, message = root_cause(context.get_step_failure_events()) or (None, None)
+    asset, message = root_cause([*context.get_step_failure_events(), context.failure_event]) or (None, None)
     return Alert(
         kind="run_failed",
         message=message or context.failure_event.message or "the run failed",

@@ -51,8 +51,11 @@ def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, 
         return f"waiting for {busy} to finish"
     since = max(_cursor_time(cursor), _last_index_start(instance))
     records = _ingest_runs_since(instance, since)
+    unstarted = [r for r in records if _failed_unstarted(instance, r.dagster_run)]
+    records = [r for r in records if r not in unstarted]
     if not records and ending is None:
-        return "no ingest run finished since the last index"
+        return (f"{len(unstarted)} ingest run(s) since the last index failed before any step ran, so nothing "
+                "changed: no index asked for" if unstarted else "no ingest run finished since the last index")
     runs = [r.dagster_run for r in records] + ([ending] if ending is not None else [])
     failed = _failed_partitions(instance, records, ending)
     labels = sorted({_batch_label(run) for run in runs})
@@ -207,6 +210,14 @@ def _ingest_runs_since(instance, since: float) -> list:
     records = instance.get_run_records(filters=RunsFilter(updated_after=after))
     return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since
             and INDEX_REQUESTED_TAG not in r.dagster_run.tags]
+
+
+def _failed_unstarted(instance, run) -> bool:
+    """Failed or canceled before any step started: it read and stored nothing, so no batch counts
+    it. A tag lectio/embed_model naming no model of the home fails a run so, as its embedder is
+    made, and the migrate_index its batch asked for, tagged alike, failed the same way again."""
+    return (run.status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+            and not instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_START))
 
 
 def _failed_partitions(instance, records, ending=None) -> list[str]:
