@@ -103,11 +103,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _model_options(model: argparse.ArgumentParser) -> None:
-    model.add_argument("action", choices=["show", "measure", "train", "use", "adapt"],
+    model.add_argument("action", choices=["show", "measure", "train", "use", "adapt", "rank"],
                        help="measure: measure this machine again; train: train a reranker on the index's training "
                             "pairs, then gate it; use: gate a trained reranker (or 'none') for this home's searches; "
                             "adapt: fine-tune the embedding model on the same pairs (`lectio migrate --embedder` "
-                            "moves the index to it)")
+                            "moves the index to it); rank: train the learned ranker on the query sets' dev parts, "
+                            "cross-validated by query (`--set stages.learned_rank.model=ID` searches with it)")
     model.add_argument("reranker", nargs="?", help="use: a trained reranker's id, 'latest', or 'none'")
     model.add_argument("--queries", nargs="+", help="train, use: the query sets the gate scores (default: every set "
                        "under data/queries)")
@@ -118,6 +119,8 @@ def _model_options(model: argparse.ArgumentParser) -> None:
     model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
     model.add_argument("--steps", type=int, help="train, adapt: training steps (default 600; adapt 400)")
     model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
+    model.add_argument("--depth", type=int, default=100, help="rank: the first fused hits it orders again (default 100)")
+    model.add_argument("--limit", type=int, help="rank: at most this many dev queries of each set (default: all)")
 
 
 def _search_options(search: argparse.ArgumentParser) -> None:

@@ -17,6 +17,8 @@ def model_command(args) -> int:
         return use_command(args)
     if args.action == "adapt":
         return adapt_command(args)
+    if args.action == "rank":
+        return rank_command(args)
     before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
     # Showing only reads: a home with no record, or one that does not parse, is said so, not
     # measured (a measurement takes minutes; `measure` and the next run that needs one do it).
@@ -165,6 +167,50 @@ def train_command(args) -> int:
         return 0
     args.reranker = record["id"]
     return use_command(args, {"trained": record, "pairs_summary": summary})
+
+
+def rank_command(args) -> int:
+    """Train the learned ranker on the dev parts of the query sets, cross-validated by query."""
+    from tqdm import tqdm
+
+    from lectio.evaluation.migration_gate import load_query_sets
+    from lectio.evaluation.querysets import select_part
+    from lectio.index import schema, versions
+    from lectio.index.database import ensure_database
+    from lectio.retrieval import bounds
+    from lectio.settings import load_settings
+    from lectio.training import ranker
+    from lectio.training.guard import QUERY_SETS
+
+    if args.part != "dev":
+        raise ValueError("rank learns from the dev parts only: the test parts are what report it")
+    if problem := bounds.problem("stages.learned_rank.depth", "int", args.depth, "--depth") or (
+            args.limit is not None and bounds.problem("k", "int", args.limit, "--limit")):
+        raise ValueError(problem)
+    settings = load_settings()
+    sets = load_query_sets(args.queries or sorted(QUERY_SETS.glob("*.jsonl")))
+    sets = {name: select_part(queries, "dev")[:args.limit] for name, queries in sets.items()}
+    with ensure_database(settings).connect() as conn:
+        schema.ensure_schema(conn)
+        live = versions.live_version(conn)
+        with tqdm(total=sum(map(len, sets.values())), desc="recording the dev queries' pages", unit="query",
+                  disable=args.json) as bar:
+            pages = ranker.record(conn, sets, args.depth, progress=bar.update)
+    about = {"query_sets": {name: len(queries) for name, queries in sets.items()}, "part": "dev",
+             "depth": args.depth, "index_version": live}
+    trained = ranker.train(settings.home, pages, about)
+    _print(args, trained, describe_ranker(trained))
+    return 0
+
+
+def describe_ranker(record: dict) -> str:
+    lines = [f"ranker {record['id']}: {record['queries']} dev queries, {record['folds']}-fold cross-validated by "
+             "query (fused order -> learned order, 95 % paired interval):"]
+    for name, scores in record.get("cross_validated", {}).items():
+        shown = ", ".join(f"{m} {s['fused']} -> {s['learned']} {s['interval']}" for m, s in scores.items() if m != "n")
+        lines.append(f"  {name} (n={scores['n']}): {shown}")
+    lines.append(f"search with it: --set stages.learned_rank.model={record['id']}")
+    return "\n".join(lines)
 
 
 def use_command(args, before: dict | None = None) -> int:

@@ -26,6 +26,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "stages.collapse.min_new_share": (0, 1),
     "stages.mmr_lambda": (0, 1),
     "stages.rerank.tokens": (1, 512),  # the reranker's MiniLM reads at most 512 word pieces
+    "stages.learned_rank.depth": (0, 1000),  # the hits a ranker orders again: k at most
     "feedback.alpha": (0, 1),  # the query's own share of the moved vector
     "feedback.skip_above": (0, 1),  # a cosine
 }

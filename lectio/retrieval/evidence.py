@@ -24,10 +24,13 @@ def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     query's embedding, and the unfiltered ranking (whose first hits feedback reads)."""
     evidence, given = request.config.evidence, request.filters.given
     wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
-    if request.config.feedback.weight:
-        # The unfiltered ranking is the first page feedback reads, so it takes none itself (a new
+    config = request.config
+    if config.feedback.weight or config.stages.learned_rank.model or config.stages.learned_rank.record:
+        # The unfiltered ranking is the first page feedback reads, so it takes none itself; its
+        # page is read in fused order, as the learned ranker's training saw the evidence (a new
         # configuration is built only then: this runs on every search narrowed to scripture).
-        wider = replace(wider, config=request.config.with_settings({"feedback.weight": 0.0}))
+        wider = replace(wider, config=config.with_settings(
+            {"feedback.weight": 0.0, "stages.learned_rank.model": "", "stages.learned_rank.record": False}))
     order, vector = fusion.ranking(wider)
     # The page the caller would have read unfiltered (the stages keep one hit per passage), read
     # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.

@@ -11,6 +11,7 @@ from lectio.retrieval.hits import hits_by_id
 from lectio.retrieval.modes import Mode
 from lectio.retrieval.proposals import Proposals, proposals
 from lectio.retrieval.request import VersionRequest
+from lectio.retrieval.signals import Fused, Signals
 
 Ranking = list[tuple[str, float]]  # (chunk_id, score), best first
 
@@ -62,16 +63,18 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
     citation prior."""
     conn, table_name, config, layout = request.conn, request.table_name, request.config, request.layout
     # Vector first, as fusion has always taken them: ties keep that order.
-    lists = [(weight, listed) for weight, listed in ((config.vector.weight, found.near), (lexical_weight, found.words),
-                                                     (config.titles.weight, found.titles)) if listed is not None]
+    named = [(name, weight, listed) for name, weight, listed in (
+        ("vector", config.vector.weight, found.near), ("words", lexical_weight, found.words),
+        ("titles", config.titles.weight, found.titles)) if listed is not None]
     if others_weight and found.others is not None:
-        lists.append((others_weight, found.others))
+        named.append(("other_translations", others_weight, found.others))
     if found.feedback is not None:
-        lists.append((config.feedback.weight, found.feedback))
+        named.append(("feedback", config.feedback.weight, found.feedback))
     if found.passages:
-        lists.append((config.passages.weight, found.passages))
+        named.append(("passages", config.passages.weight, found.passages))
     if evidence:
-        lists.append((config.evidence.weight, evidence))
+        named.append(("evidence", config.evidence.weight, evidence))
+    lists = [(weight, listed) for _, weight, listed in named]
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
     power = config.fusion.score_power if config.mode == Mode.HYBRID else 0.0
     together = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
@@ -79,10 +82,11 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
         linked = candidates.xref_candidates(conn, table_name, together[: config.xrefs.seeds], found.vector,
                                             (found.where, found.params), config, layout)
         if linked:
+            named.append(("xrefs", config.xrefs.weight, linked))
             together = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
     if config.mode == Mode.HYBRID and config.fusion.prominence_weight:
         together = candidates.weigh_prominence(together, config.fusion.prominence_weight, found.index.cited)
-    return together
+    return Fused(together, Signals(tuple((name, listed) for name, _, listed in named), found.vector, found.index.cited))
 
 
 def _is_topic(request: VersionRequest, order: Ranking) -> bool:

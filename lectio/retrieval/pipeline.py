@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import make_dataclass
 
 from lectio.retrieval.collapse import CollapseCovered
+from lectio.retrieval.learned_rank import LearnedRank
 from lectio.retrieval.long_passages import LongPassageParts, PackPage
 from lectio.retrieval.mmr import Mmr
 from lectio.retrieval.query_share import QueryShare
@@ -17,10 +18,11 @@ from lectio.retrieval.reranking import Rerank
 from lectio.retrieval.spread import SpreadSources
 from lectio.retrieval.stage import Setting, Truncate
 
-# The order the stages run in. The trained reranker reads the fused order first, so every stage
+# The order the stages run in. The learned ranker reads the fused order and what each retriever said
+# of each hit, before any stage moves them; the trained reranker reads its order, and every stage
 # after it shapes the page it chose. Parts take a long passage's place before collapsing could drop
 # them as covered; spreading and MMR see the collapsed list; the page is packed from the k kept.
-PIPELINE = (Rerank, QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
+PIPELINE = (LearnedRank, Rerank, QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
 
 # Not a stage's: the search replaces child hits by their parent chunk, collapsing duplicates,
 # before the stages see them.

@@ -28,6 +28,9 @@ class Context:
     # Word pieces of the hits measured so far, shared by the long-passage stages so no text is
     # tokenized twice in one search.
     sizes: dict[str, int] = field(default_factory=dict)
+    # What each retriever said of the fused hits (lectio.retrieval.signals), where the ranking
+    # the page is read from kept it; the learned ranker reads it.
+    signals: object = None
 
 
 @dataclass(frozen=True)

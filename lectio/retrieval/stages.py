@@ -13,6 +13,7 @@ from lectio.retrieval import rerank
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.hits import Hit, hits_by_id
 from lectio.retrieval.pipeline import PIPELINE
+from lectio.retrieval.signals import signals_of
 from lectio.retrieval.stage import Context, Stage
 
 if TYPE_CHECKING:
@@ -40,10 +41,12 @@ def run(stages: tuple[Stage, ...], hits: list[Hit], ctx: Context) -> list[Hit]:
 def page(request: VersionRequest, ranked: list[tuple[str, float]], k: int | None = None) -> list[Hit]:
     """The first `k` (the request's by default) of the ranking, after the ranking stages."""
     conn, table_name, config, k = request.conn, request.table_name, request.config, k or request.k
+    signals = signals_of(ranked)  # a parent's hit is no list's: the ranker reads none of them
     if config.stages.return_parents:
         ranked = rerank.parents_of(conn, table_name, ranked)
     pipeline = build(config)
     # Read as deep as the deepest stage looks: those that drop hits, move them back or choose
     # among them see more than k.
     hits = hits_by_id(conn, table_name, ranked[:pool_depth(pipeline, k)])
-    return run(pipeline, hits, Context(conn, table_name, request.query, k, request.filters.given.kind))
+    return run(pipeline, hits, Context(conn, table_name, request.query, k, request.filters.given.kind,
+                                        signals=signals))

@@ -23,7 +23,7 @@ def test_each_value_is_read_as_its_settings_type():
 def test_the_flat_names_still_name_their_settings():
     # Settings added after the grouping have only their dotted names.
     dotted_only = {path for path in setting_types() if path.startswith(
-        ("evidence.", "paragraphs.", "stages.rerank.", "questions.", "feedback.", "passages."))} | {"lexical.derived"}
+        ("evidence.", "paragraphs.", "stages.rerank.", "stages.learned_rank.", "questions.", "feedback.", "passages."))} | {"lexical.derived"}
     assert set(ALIASES.values()) | {"mode", "candidates", "word_study"} | dotted_only == set(setting_types())
     flat = SearchConfig.from_options(["ef_search=300", "query_share_weight=0.5", "per_source=none"])
     dotted = SearchConfig.from_options(["vector.ef_search=300", "stages.query_share.weight=0.5",

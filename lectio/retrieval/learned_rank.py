@@ -1,0 +1,105 @@
+"""The learned-rank stage: a ranker trained on the labelled query sets' dev parts (lectio.ranker)
+orders the first `depth` fused hits again, reading what each retriever said of each hit (the
+Fused ranking's signals), what the hit is, and the query's shape.
+
+Fusion weighs every list alike for every query; the ranker learns, from readers' own labelled
+questions and topics, when a verse both sides found matters more than the vector's first guess,
+or that a short question wants the verse a commentary names. Hybrid searches only: vector and
+lexical stay the plain baselines they are. Off (`model` "") it is not in the pipeline; `record`
+computes the features and moves nothing, as training reads them (lectio.ranker.features.recording).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from psycopg import sql
+
+from lectio.ranker import features
+from lectio.retrieval import shape
+from lectio.retrieval.expansion import query_words
+from lectio.retrieval.hits import Hit
+from lectio.retrieval.modes import HYBRID_ONLY
+from lectio.retrieval.signals import Signals
+from lectio.retrieval.stage import Context, Setting
+from lectio.settings import runtime_settings
+
+
+@dataclass(frozen=True)
+class LearnedRankSettings:
+    """`model` names a ranker trained in the home (`lectio model rank`; "latest" for the newest),
+    "" for none. It orders the first `depth` fused hits again. `record` computes their features
+    for a training run to read, and orders nothing (lectio.training.ranker)."""
+
+    model: str = ""
+    depth: int = 100
+    record: bool = False
+
+
+@dataclass(frozen=True)
+class LearnedRank:
+    model: str
+    head: int
+    topic_words: int
+    paragraph_words: int
+    modes: frozenset[str] = HYBRID_ONLY
+    settings: ClassVar[tuple[Setting, ...]] = (Setting("learned_rank", LearnedRankSettings),)
+
+    @classmethod
+    def of(cls, config) -> LearnedRank | None:
+        settings = config.stages.learned_rank
+        if not settings.depth or not (settings.model or settings.record):
+            return None
+        return cls(settings.model, settings.depth, config.topics.words, config.paragraphs.words)
+
+    def depth(self, k: int) -> int:
+        return max(k, self.head)
+
+    def apply(self, hits: list[Hit], ctx: Context) -> list[Hit]:
+        if ctx.signals is None:  # a ranking of parents: no retriever listed them
+            return hits
+        recorder = features.recorder()
+        head = hits[:self.head]
+        rows = features.matrix(self._query(ctx.query), _hit_facts(head, ctx))
+        if recorder is not None:
+            recorder.append((rows, head))
+        if not self.model:
+            return hits
+        from lectio.ranker import model
+
+        scores = model.scores(model.find(runtime_settings().home, self.model), rows)
+        order = sorted(range(len(head)), key=lambda i: -scores[i])
+        return [replace(head[i], score=float(scores[i])) for i in order] + hits[self.head:]
+
+    def _query(self, query: str) -> features.QueryFacts:
+        return features.QueryFacts(len(shape.content_words(query)), shape.asks(query),
+                                   shape.query_shape(query, self.topic_words) == shape.TOPIC,
+                                   shape.is_paragraph(query, self.paragraph_words))
+
+
+def _hit_facts(hits: list[Hit], ctx: Context) -> list[features.HitFacts]:
+    signals: Signals = ctx.signals
+    ids = [hit.chunk_id for hit in hits]
+    cosines = _cosines(ctx, signals.vector, ids)
+    cited = signals.cited(ids) if signals.cited else {}
+    best = max((hit.score for hit in hits), default=0.0)
+    wanted = set(shape.content_words(ctx.query))
+    return [features.HitFacts(
+        fused_share=hit.score / best if best > 0 else 0.0, cosine=cosines.get(hit.chunk_id),
+        cited=cited.get(hit.chunk_id, 0), granularity=hit.granularity, kind=hit.kind, refs=len(hit.refs or ()),
+        characters=len(hit.own_text), query_share=len(wanted & set(query_words(hit.own_text))) / len(wanted) if wanted else 0.0,
+        heard={name: (said.rank, said.share) for name, listed in signals.heard.items()
+               if (said := listed.get(hit.chunk_id)) is not None})
+        for hit in hits]
+
+
+def _cosines(ctx: Context, vector, ids: list[str]) -> dict[str, float]:
+    """Each hit's cosine to the query's vector, read from the index: a hit only the words found
+    has no vector score in any list."""
+    if vector is None or not ids:
+        return {}
+    rows = ctx.conn.execute(
+        sql.SQL("SELECT chunk_id, 1 - (embedding <=> %s) FROM {} WHERE chunk_id = ANY(%s)").format(
+            sql.Identifier(ctx.table_name)), [vector, ids]).fetchall()
+    return {chunk_id: float(cosine) for chunk_id, cosine in rows}

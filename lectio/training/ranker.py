@@ -1,0 +1,136 @@
+"""Training the learned ranker (lectio.ranker) on the labelled query sets' dev parts.
+
+Each dev query is searched as a caller searches it (its principals, its filters, the defaults),
+with the learned-rank stage recording the features of the first `depth` fused hits; a hit is
+relevant where it covers a labelled verse. The labels are read only here, as targets: no feature
+says which verses they name. The trees are cross-validated by query (a query's hits never sit in
+the fold that scores them), so every figure the record keeps is out of sample; then trained on
+every recorded query and stored in the home under their fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from lectio.evaluation.metrics import LabelledQuery, score_query
+from lectio.evaluation.paired import paired_interval
+from lectio.evaluation.querysets import Query
+from lectio.ranker import features, model
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import DEFAULT_PRINCIPALS, MAX_QUERY_CHARS, SearchRequest, search
+
+SEED = 20261207
+FOLDS = 5
+# Small trees and a slow rate: about 2,000 queries of 100 hits each, of which a few are relevant.
+PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [10], "num_leaves": 15, "learning_rate": 0.05,
+          "min_data_in_leaf": 40, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
+          "lambdarank_truncation_level": 30, "deterministic": True, "force_row_wise": True, "num_threads": 2,
+          "verbose": -1, "seed": SEED}
+ROUNDS = 300
+SHOWN = ("recall@20", "mrr", "ndcg@10", "budget_recall@1000")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One recorded query: its set, its labels, the features and hits of its first fused hits."""
+
+    query_set: str
+    query: LabelledQuery
+    rows: np.ndarray
+    hits: list
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.asarray([float(bool(set(hit.refs or ()) & self.query.relevant)) for hit in self.hits])
+
+
+def record(conn, query_sets: Mapping[str, Sequence[Query]], depth: int, version: str | None = None,
+           progress: Callable[[int], None] = lambda done: None) -> list[Page]:
+    """Every labelled query of `query_sets` searched in `version` (the live one when None) with its
+    page's features recorded."""
+    config = SearchConfig().with_settings({"stages.learned_rank.record": True, "stages.learned_rank.depth": depth})
+    pages = []
+    for name, queries in query_sets.items():
+        for query in queries:
+            labelled = _labelled(query)
+            if labelled.relevant and (page := _recorded(conn, labelled, config, version)) is not None:
+                pages.append(Page(name, labelled, *page))
+            progress(1)
+    return pages
+
+
+def _labelled(query: Query) -> LabelledQuery:
+    return LabelledQuery(query.id, query.query[:MAX_QUERY_CHARS], frozenset(query.relevant_set),
+                         principals=tuple(query.principals), filters=dict(query.filters or {}))
+
+
+def _recorded(conn, query: LabelledQuery, config: SearchConfig, version: str | None):
+    """The features and hits the stage saw for the page this search returns: the last it ranked
+    (a search narrowed to scripture reads an unfiltered page of its own first, unrecorded)."""
+    request = SearchRequest(query.query, k=20, principals=query.principals or DEFAULT_PRINCIPALS,
+                            filters=Filters(**(query.filters or {})), version=version, config=config)
+    with features.recording() as pages:
+        search(conn, request)
+    return pages[-1] if pages else None
+
+
+def fold_of(query_id: str, folds: int = FOLDS) -> int:
+    """A query's fold, fixed by its id: the same split on every machine and every run."""
+    return int.from_bytes(hashlib.sha256(f"fold:{query_id}".encode()).digest()[:4], "big") % folds
+
+
+def fit(pages: Sequence[Page], rounds: int = ROUNDS):
+    """Trees trained on `pages` (queries with no relevant hit teach nothing and are left out)."""
+    import lightgbm
+
+    taught = [page for page in pages if page.labels.any()]
+    data = lightgbm.Dataset(np.vstack([page.rows for page in taught]),
+                            label=np.concatenate([page.labels for page in taught]),
+                            group=[len(page.hits) for page in taught], feature_name=list(features.NAMES))
+    return lightgbm.train(PARAMS, data, num_boost_round=rounds)
+
+
+def cross_validated(pages: Sequence[Page], folds: int = FOLDS, rounds: int = ROUNDS) -> dict:
+    """Per set, the fused order's scores against the trees' (each page ordered by trees that never
+    saw its query), with the paired interval of each change."""
+    fused, learned = {}, {}
+    for fold in range(folds):
+        held = [page for page in pages if fold_of(page.query.id, folds) == fold]
+        trees = fit([page for page in pages if fold_of(page.query.id, folds) != fold], rounds)
+        for page in held:
+            order = np.argsort(-trees.predict(page.rows, num_threads=1), kind="stable")
+            fused[page.query.id] = (page.query_set, _scored(page.query, page.hits))
+            learned[page.query.id] = (page.query_set, _scored(page.query, [page.hits[i] for i in order]))
+    return {name: _compared(name, fused, learned) for name in sorted({s for s, _ in fused.values()})}
+
+
+def _scored(query: LabelledQuery, hits: list) -> dict:
+    return {"id": query.id, **score_query(query, hits, 20)}
+
+
+def _compared(name: str, fused: dict, learned: dict) -> dict:
+    before = [row for s, row in fused.values() if s == name]
+    after = [row for s, row in learned.values() if s == name]
+    return {"n": len(before), **{metric: {"fused": _mean(before, metric), "learned": _mean(after, metric),
+                                          "interval": paired_interval(before, after, metric)} for metric in SHOWN}}
+
+
+def _mean(rows: list[dict], metric: str) -> float | None:
+    values = [row[metric] for row in rows if row.get(metric) is not None]
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def train(home: Path, pages: Sequence[Page], about: dict, folds: int = FOLDS, rounds: int = ROUNDS) -> dict:
+    """Cross-validates, trains on every page and stores the trees; the stored record."""
+    scores = cross_validated(pages, folds, rounds) if folds > 1 else {}
+    trees = fit(pages, rounds)
+    record = {**about, "queries": len(pages), "folds": folds, "rounds": rounds, "params": PARAMS,
+              "cross_validated": scores}
+    model_id = model.store(home, trees.model_to_string(), record)
+    return {**record, "id": model_id}
+

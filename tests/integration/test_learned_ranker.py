@@ -1,0 +1,106 @@
+"""The learned ranker on a small real index: the fused ranking keeps what each retriever said,
+training records the pages a search sees (as the caller searching: no private hit), trains and
+stores trees under their fingerprint, and a search ordered by them returns the same hits in the
+trees' order; a ranker trained on other features, or one that is not there, is refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lectio.evaluation.querysets import Query
+from lectio.ranker import features, model
+from lectio.retrieval.config import SearchConfig
+from lectio.retrieval.filters import Filters
+from lectio.retrieval.search import SearchRequest, search
+from lectio.training import ranker
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+SOURCES = """
+sources:
+  - {id: web, kind: scripture, format: sword-bible, module: engWEB2015eb, translation: WEB,
+     select: "Psalm 23; Romans 8; John 3; Matthew 6", acl: [public]}
+  - {id: mhcc, kind: commentary, format: sword-commentary, module: mhcc, select: "Psalm 23; Romans 8; John 3",
+     title: Concise Commentary, author: Matthew Henry, acl: [public]}
+  - {id: alice-notes, kind: notes, format: notes-jsonl, path: alice.jsonl, acl: ["user:alice"]}
+"""
+FILES = {"alice.jsonl": json.dumps({"id": "a1", "ref": "Psalm 23:1",
+                                    "text": "Alice keeps a private shepherd note about wanting nothing."})}
+QUERIES = [
+    Query("Who is my shepherd?", "q1", relevant=("psa_23_1",)),
+    Query("do not be anxious about tomorrow", "q2", relevant=("mat_6_34", "mat_6_25")),
+    Query("God so loved the world", "q3", relevant=("jhn_3_16",)),
+    Query("all things work together for good", "q4", relevant=("rom_8_28",)),
+    Query("born again of water and spirit", "q5", relevant=("jhn_3_3", "jhn_3_5")),
+    Query("nothing can separate us from the love of God", "q6", relevant=("rom_8_38", "rom_8_39")),
+    Query("how should we pray?", "q7", relevant=("mat_6_9", "mat_6_6")),
+    Query("treasure in heaven", "q8", relevant=("mat_6_20", "mat_6_19")),
+]
+
+
+@pytest.fixture(scope="module")
+def version(index_of):
+    return index_of(SOURCES, ["web", "mhcc", "alice-notes"], FILES)[0]
+
+
+@pytest.fixture(scope="module")
+def pages(version, database):
+    with database.connect() as conn:
+        return ranker.record(conn, {"readers": QUERIES}, depth=30, version=version)
+
+
+def test_a_recorded_page_is_what_the_caller_may_read_with_a_row_of_features_per_hit(pages):
+    assert len(pages) == len(QUERIES)
+    for page in pages:
+        assert page.rows.shape == (len(page.hits), len(features.NAMES)) and 0 < len(page.hits) <= 30
+        assert all(hit.source_id != "alice-notes" for hit in page.hits)
+    column = {name: i for i, name in enumerate(features.NAMES)}
+    rows = np.vstack([page.rows for page in pages])
+    # Fusion's lists reached the stage: every hit was proposed by some retriever, the vector's
+    # cosine is read for each, and the first hit is first of the fused order.
+    heard = [column[f"{name}_reciprocal_rank"] for name in features.LISTS]
+    assert (rows[:, heard] > 0).any(axis=1).all()
+    assert not np.isnan(rows[:, column["cosine"]]).any()
+    assert all(page.rows[0, column["fused_position"]] == 0 for page in pages)
+    # Labels come from the sets' verses, and at least one page holds a relevant hit to learn from.
+    assert sum(page.labels.sum() for page in pages) >= len(QUERIES) // 2
+
+
+def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, version, database, settings):
+    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    again = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    assert record["id"] == again["id"] and record["id"].startswith("trees-")  # seeded: the same trees
+    assert set(record["cross_validated"]["readers"]) >= {"n", "recall@20", "mrr"}
+    assert model.find(settings.home, "latest").name == record["id"]
+    # Only the ranker moves hits: the page is its order of the fused head.
+    on = SearchConfig.from_options([f"stages.learned_rank.model={record['id']}", "stages.learned_rank.depth=30"],
+                                   query_share_weight=0, collapse_covered=False, per_source=None,
+                                   long_passage_tokens=0, pack_page=False)
+    folder = model.find(settings.home, record["id"])
+    with database.connect() as conn:
+        for principals in (("public",), ("user:alice",)):
+            request = SearchRequest(QUERIES[0].query, k=10, version=version, config=on, principals=principals)
+            with features.recording() as seen:
+                results = search(conn, request).results
+            rows, head = seen[-1]
+            trees = model.scores(folder, rows)
+            expected = [head[i].chunk_id for i in np.argsort(-trees, kind="stable")][:10]
+            assert [r.chunk_id for r in results] == expected
+            assert ("alice-notes" in {hit.source_id for hit in head}) == (principals == ("user:alice",))
+
+
+def test_a_ranker_on_other_features_or_none_by_that_name_is_refused(pages, version, database, settings):
+    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=3)
+    folder = model.find(settings.home, record["id"])
+    stored = json.loads((folder / model.RECORD).read_text())
+    (folder / model.RECORD).write_text(json.dumps({**stored, "features": stored["features"][:-1]}))
+    model.loaded.cache_clear()
+    with database.connect() as conn:
+        for name, said in ((record["id"], "other features"), ("trees-nothere", "no trained ranker"),
+                           ("../../etc", "no trained ranker")):
+            on = SearchConfig().with_settings({"stages.learned_rank.model": name})
+            with pytest.raises(ValueError, match=said):
+                search(conn, SearchRequest("the Lord is my shepherd", version=version, config=on))
