@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from lectio.retrieval import rerank
 from lectio.retrieval.hits import Hit
 from lectio.retrieval.modes import ANY_MODE
 from lectio.retrieval.stage import Deep, Context, Setting
@@ -44,4 +43,42 @@ class CollapseCovered(Deep):
         return cls(collapse.min_new_share, collapse.commentary_later) if collapse.on else None
 
     def apply(self, hits: list[Hit], ctx: Context) -> list[Hit]:
-        return rerank.collapse_covered(hits, self.min_new_share, self.commentary_later)
+        return collapse_covered(hits, self.min_new_share, self.commentary_later)
+
+
+def collapse_covered(hits: list[Hit], min_new_share: float = 0.0,
+                     commentary_later: bool = False) -> list[Hit]:
+    """Drop a hit whose verses, in its translation, are all in better-ranked hits: a verse under
+    the paragraph already shown, the same paragraph reached twice. A hit of which less than
+    `min_new_share` of its verses is new moves after the others (in order, judged again by what
+    now precedes it): a pericope over verses already listed spends a reader's budget on little
+    new. Hits without verse refs (documents, notes) and commentary (its text is not the verses')
+    always stay; with `commentary_later`, commentary on verses all already listed follows the
+    others, since on a page of verses it spends the reader's budget on none they lack."""
+    covered: set[tuple[str | None, str]] = set()
+    kept, later = _collapse(hits, covered, min_new_share, commentary_later)
+    return kept + _collapse(later, covered, 0.0)[0]
+
+
+def _collapse(hits: list[Hit], covered: set, min_new_share: float,
+              commentary_later: bool = False) -> tuple[list[Hit], list[Hit]]:
+    """(kept, moved later) of `hits`; `covered` gains the verses of those kept."""
+    kept, later = [], []
+    for hit in hits:
+        refs = hit.refs or []
+        if hit.kind != "scripture" or not refs:
+            if refs and commentary_later and set(refs) <= {ref for _, ref in covered}:
+                later.append(hit)
+            else:
+                kept.append(hit)
+            continue
+        keys = {(hit.translation, ref) for ref in refs}
+        new = keys - covered
+        if not new:
+            continue
+        if len(new) < min_new_share * len(keys):
+            later.append(hit)
+            continue
+        covered |= keys
+        kept.append(hit)
+    return kept, later

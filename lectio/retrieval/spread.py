@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from lectio.retrieval import rerank
 from lectio.retrieval.hits import Hit
 from lectio.retrieval.modes import HYBRID_ONLY
 from lectio.retrieval.stage import Deep, Context, Setting
@@ -28,4 +27,18 @@ class SpreadSources(Deep):
         return None if config.stages.per_source is None else cls(config.stages.per_source)
 
     def apply(self, hits: list[Hit], ctx: Context) -> list[Hit]:
-        return hits if ctx.kind is not None else rerank.spread_sources(hits, self.per_source)
+        return hits if ctx.kind is not None else spread_sources(hits, self.per_source)
+
+
+def spread_sources(hits: list[Hit], per_source: int) -> list[Hit]:
+    """Keep the order, but move each non-scripture source's hits past its first `per_source` to
+    the end (still in order): scripture's translations are never capped."""
+    taken: dict[str, int] = {}
+    first, later = [], []
+    for hit in hits:
+        if hit.kind == "scripture":
+            first.append(hit)
+            continue
+        taken[hit.source_id] = taken.get(hit.source_id, 0) + 1
+        (first if taken[hit.source_id] <= per_source else later).append(hit)
+    return first + later

@@ -45,7 +45,7 @@ def _hit(chunk_id, refs, score, kind="scripture"):
 
 
 def test_a_hit_adding_few_new_verses_follows_those_that_add_more():
-    from lectio.retrieval.rerank import collapse_covered
+    from lectio.retrieval.collapse import collapse_covered
 
     hits = [_hit("v2", ["r2"], 0.9), _hit("v3", ["r3"], 0.8),
             _hit("pericope", ["r1", "r2", "r3", "r4"], 0.7),  # half of it new

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from lectio.retrieval.collapse import collapse_covered
 from lectio.retrieval.hits import Hit
-from lectio.retrieval.rerank import collapse_covered, long_passages_last, pack_page
+from lectio.retrieval.long_passages import long_passages_last, pack_page
 
 
 def hit(chunk_id: str, refs: list[str], words: int, kind: str = "scripture") -> Hit:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lectio.retrieval.hits import Hit
-from lectio.retrieval.rerank import by_query_share
+from lectio.retrieval.query_share import by_query_share
 
 
 def hit(chunk_id: str, text: str, score: float, answer_span=None) -> Hit:
