@@ -15,7 +15,7 @@ from functools import lru_cache
 from lectio.index import bm25
 from lectio.retrieval import bounds
 from lectio.retrieval.expansion import ExpansionSettings
-from lectio.retrieval.modes import MODES, Mode
+from lectio.retrieval.modes import HYBRID_ONLY, MODES, Mode
 from lectio.retrieval.pipeline import GROUPS, StageSettings
 
 
@@ -257,6 +257,13 @@ class SearchConfig:
         object.__setattr__(self, "mode", Mode(self.mode))
         if problem := bounds.first_problem(self):  # every door builds its settings here
             raise ValueError(problem)
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether both retrievers run and are fused: the steps beyond the plain baselines
+        (scores in fusion, cross-references, prominence, evidence, feedback, a topic fused again
+        from all rows) run in this mode only (lectio.retrieval.modes.HYBRID_ONLY)."""
+        return self.mode in HYBRID_ONLY
 
     @property
     def embeds(self) -> bool:

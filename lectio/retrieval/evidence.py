@@ -9,14 +9,13 @@ from dataclasses import replace
 from lectio.index import security
 from lectio.retrieval import candidates, fusion, stages
 from lectio.retrieval.fusion import Ranking
-from lectio.retrieval.modes import Mode
 from lectio.retrieval.request import VersionRequest
 
 
 def asked(request: VersionRequest) -> bool:
     """A hybrid search narrowed to scripture hears the other kinds."""
     config = request.config
-    return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.mode == Mode.HYBRID
+    return bool(config.evidence.weight) and request.filters.given.kind == "scripture" and config.hybrid
 
 
 def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:

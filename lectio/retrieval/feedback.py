@@ -18,7 +18,6 @@ import numpy as np
 from psycopg import sql
 
 from lectio.retrieval import candidates
-from lectio.retrieval.modes import Mode
 from lectio.retrieval.proposals import Proposals
 from lectio.retrieval.request import VersionRequest
 
@@ -29,7 +28,7 @@ def wanted(request: VersionRequest, found: Proposals) -> bool:
     """Whether feedback runs: on in the settings, in a hybrid, for a question only where the
     settings say so, and the first vector hit undecided."""
     settings = request.config.feedback
-    if not settings.weight or request.config.mode != Mode.HYBRID or found.vector is None or not found.near:
+    if not settings.weight or not request.config.hybrid or found.vector is None or not found.near:
         return False
     if not settings.questions and request.question:
         return False

@@ -8,7 +8,6 @@ from psycopg import sql
 
 from lectio.retrieval import candidates, feedback, topics
 from lectio.retrieval.hits import hits_by_id
-from lectio.retrieval.modes import Mode
 from lectio.retrieval.proposals import Proposals, proposals
 from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.signals import Fused, Signals
@@ -76,15 +75,15 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
         named.append(("evidence", config.evidence.weight, evidence))
     lists = [(weight, listed) for _, weight, listed in named]
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
-    power = config.fusion.score_power if config.mode == Mode.HYBRID else 0.0
+    power = config.fusion.score_power if config.hybrid else 0.0
     together = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
-    if config.mode == Mode.HYBRID and config.xrefs.weight:
+    if config.hybrid and config.xrefs.weight:
         linked = candidates.xref_candidates(conn, table_name, together[: config.xrefs.seeds], found.vector,
                                             (found.where, found.params), config, layout)
         if linked:
             named.append(("xrefs", config.xrefs.weight, linked))
             together = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
-    if config.mode == Mode.HYBRID and config.fusion.prominence_weight:
+    if config.hybrid and config.fusion.prominence_weight:
         together = candidates.weigh_prominence(together, config.fusion.prominence_weight, found.index.cited)
     return Fused(together, Signals(tuple((name, listed) for name, _, listed in named), found.vector, found.index.cited))
 

@@ -8,7 +8,6 @@ from psycopg import sql
 
 from lectio.retrieval import candidates, lexical, shape
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.modes import Mode
 from lectio.retrieval.expansion import expansion_words
 from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.scope import Scope
@@ -26,7 +25,7 @@ def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
     kind other than scripture: no verse is left for the topic's words to find."""
     if filters.given.kind not in (None, "scripture") or not config.topics.words:
         return False
-    if config.topics.rows == "all" and config.mode != Mode.HYBRID:
+    if config.topics.rows == "all" and not config.hybrid:
         return False  # fused again in a hybrid only
     return shape.query_shape(query, config.topics.words) == shape.TOPIC
 

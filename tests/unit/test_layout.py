@@ -251,3 +251,22 @@ def test_the_domain_reads_its_settings_in_one_place():
                     and isinstance(node.ctx, ast.Load):
                 readers.append(f"{where}:{node.lineno}")
     assert readers == []
+
+
+# Where a search's mode may be compared with one of the modes, each with why: the rest ask the
+# configuration (SearchConfig.hybrid, embeds, matches_words) or a stage's declared modes.
+MODE_DECLARERS = {"lectio/retrieval/config.py": "SearchConfig's properties declare what a mode runs"}
+
+
+def test_modes_are_declared_once_never_compared_inline():
+    inline = []
+    for path in sorted((PROJECT / "lectio").rglob("*.py")):
+        where = str(path.relative_to(PROJECT))
+        if where in MODE_DECLARERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and ast.unparse(side.value) == "Mode"
+                    for side in (node.left, *node.comparators)):
+                inline.append(f"{where}:{node.lineno}")
+    assert inline == []

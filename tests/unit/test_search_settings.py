@@ -55,3 +55,8 @@ def test_a_bad_setting_is_one_clear_line(item, problem):
 def test_an_unknown_option_is_named():
     with pytest.raises(ValueError, match="unknown search setting 'nope'"):
         SearchConfig.from_options(nope=1)
+
+
+def test_the_hybrid_alone_is_hybrid_whichever_way_its_mode_is_given():
+    assert SearchConfig().hybrid and SearchConfig(mode="hybrid").hybrid
+    assert not SearchConfig(mode="vector").hybrid and not SearchConfig.from_options(mode="lexical").hybrid
