@@ -209,7 +209,15 @@ def _ingest_runs_since(instance, since: float) -> list:
     after = datetime.fromtimestamp(since, tz=timezone.utc)
     records = instance.get_run_records(filters=RunsFilter(updated_after=after))
     return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since
-            and INDEX_REQUESTED_TAG not in r.dagster_run.tags]
+            and not _index_asked(instance, r.dagster_run)]
+
+
+def _index_asked(instance, run) -> bool:
+    """Whether the run asked for its batch's index itself and that index run is still there: one
+    deleted (the UI's run list offers it, queued or not) builds nothing, and the batch would
+    otherwise never be indexed."""
+    asked = run.tags.get(INDEX_REQUESTED_TAG)
+    return asked is not None and instance.has_run(asked)
 
 
 def _failed_unstarted(instance, run) -> bool:

@@ -263,6 +263,29 @@ def test_an_untagged_run_is_indexed_once_no_ingest_is_in_progress(instance, tmp_
     assert not again.run_requests and again.skip_message == "no ingest run finished since the last index"
 
 
+def test_a_run_whose_requested_index_run_was_deleted_is_indexed_by_the_sensor(instance, tmp_path):
+    """An ingest run that queued its batch's index itself (request_index_now) is tagged with that
+    run, and the sensor leaves it alone; once that index run is deleted (the UI's run list offers
+    it), the sensor asks for the batch's index again rather than leaving it never indexed."""
+    from assets.names import INDEX_REQUESTED_TAG
+
+    since = index_cursor(time.time())
+    defs = build_definitions(_watched_corpus(tmp_path))
+    # What request_index_now leaves: the index run queued as the ingest run's last step ends (so
+    # created before the ingest run ends), and the ingest run tagged with it.
+    queued = instance.create_run_for_job(job_def=defs.resolve_job_def(INDEX_JOB), status=DagsterRunStatus.NOT_STARTED)
+    ui_run = defs.resolve_job_def(INGEST_JOB).execute_in_process(run_config=QUIET, instance=instance,
+                                                                 partition_key="watch-rota")
+    assert ui_run.success
+    instance.add_run_tags(ui_run.run_id, {INDEX_REQUESTED_TAG: queued.run_id})
+    asked = _sensor_tick(defs, "index_after_batch", instance, since)
+    assert not asked.run_requests and asked.skip_message == "no ingest run finished since the last index"
+
+    instance.delete_run(queued.run_id)
+    (request,) = _sensor_tick(defs, "index_after_batch", instance, since).run_requests
+    assert request.tags["lectio/after_batches"] == f"run-{ui_run.run_id[:8]}"
+
+
 def test_a_backfill_is_indexed_once_it_completes(instance, tmp_path):
     """An asset backfill over the ingest assets, as the UI launches it: while it is open (it may
     not have launched every partition yet) the index waits, even with all its runs finished."""
