@@ -511,13 +511,14 @@ def _migrate(args) -> int:
 def _embedding_with(name: str | None):
     """The candidate of this migration embeds with `name` (None: the home's model): the setting
     every step of the build reads, for the migration's length only."""
+    from lectio.embedding.packaged import bounded_name
     from lectio.training.embedder import chosen
 
     if name is None:
         yield
         return
     before = os.environ.get("LECTIO_EMBED_MODEL")
-    os.environ["LECTIO_EMBED_MODEL"] = chosen(load_settings().home, name)
+    os.environ["LECTIO_EMBED_MODEL"] = chosen(load_settings().home, bounded_name(name, "--embedder"))
     try:
         yield
     finally:

@@ -20,6 +20,7 @@ from dagster import (
 from assets import build_index_assets, build_source_assets, build_training_assets
 from assets.checks import build_asset_checks
 from assets.source_assets import OWNERS, SOURCE_INPUTS
+from lectio.embedding.packaged import NameTooLong, bounded_name
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.automation import build_schedules, build_sensors
@@ -85,7 +86,9 @@ def _per_run(embedder: EmbedderResource) -> ResourceDefinition:
     def made(context):
         tag = context.run.tags.get(MODEL_TAG) if context.run is not None else None
         try:
-            return embedder.with_model(tag)
+            return embedder.with_model(bounded_name(tag, f"tag {MODEL_TAG}"))
+        except NameTooLong as exc:
+            raise Failure(str(exc)) from None
         except ValueError as exc:
             raise Failure(f"tag {MODEL_TAG}={tag!r}: {exc}") from None
 

@@ -34,6 +34,24 @@ ADAPTED_RELEASE = "trained"
 _ADAPTED = re.compile(r"(?P<base>.+)-adapted-[0-9a-f]{12}")
 
 
+# The longest name a model is asked for by (a run's tag, `lectio migrate --embedder`): an adapted
+# model's has 36 characters. A longer one is refused unread rather than echoed, twice, into every
+# message that names it (a 60 KB tag made a 120 KB error line).
+MAX_NAME_CHARS = 100
+
+
+class NameTooLong(ValueError):
+    pass
+
+
+def bounded_name(name: str | None, what: str) -> str | None:
+    """`name` as given, where it is short enough to be a model's; NameTooLong naming `what` and the
+    length otherwise."""
+    if name is not None and len(name) > MAX_NAME_CHARS:
+        raise NameTooLong(f"{what}: {len(name):,} characters, and a model's name has at most {MAX_NAME_CHARS}")
+    return name
+
+
 def base_of(name: str) -> str:
     """The packaged model a model is, or was adapted from."""
     found = _ADAPTED.fullmatch(name)
