@@ -72,11 +72,11 @@ def _fixed_storage(folder: Path) -> IOManagerDefinition:
                                description="Stored step outputs under the home's storage folder.")
 
 
-def _fixed(resource) -> ResourceDefinition:
+def _fixed(resource, description: str | None = None) -> ResourceDefinition:
     """`resource` as it is, with an empty config schema: a run config that names any field of it
     is refused before the run starts (hardcoded_resource would accept and ignore anything)."""
     return ResourceDefinition(resource_fn=lambda _: resource, config_schema={},
-                              description=type(resource).__doc__)
+                              description=description or type(resource).__doc__)
 
 
 def _per_run(embedder: EmbedderResource) -> ResourceDefinition:
@@ -144,8 +144,8 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
             **lectio_resources(settings, sources_file),
             "io_manager": _fixed_storage(settings.storage_dir),
             # What the embeddings step asks as it ends: its batch's index, where it ends the batch.
-            "index_requests": ResourceDefinition.hardcoded_resource(
-                request_index_now, "Asks for the batch's index as the ingest run that ends it ends (pipelines.batches)."),
+            "index_requests": _fixed(request_index_now, "Asks for the batch's index as the ingest run that ends it "
+                                                        "ends (pipelines.batches)."),
         },
     )
 

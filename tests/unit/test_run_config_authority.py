@@ -22,6 +22,8 @@ OVERRIDES = {
     "embedder": {"backend": "torch", "batch_size": 1},
     # The stored step outputs hold chunks and their ACLs: pickles from any readable folder.
     "io_manager": {"base_dir": "/tmp/evil"},
+    # Whether the ingest run's last step asks for its batch's index: taken and ignored before.
+    "index_requests": {"enabled": False, "index_job": "migrate_index"},
 }
 
 
