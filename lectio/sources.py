@@ -137,7 +137,8 @@ def _parsed(sources_file: Path) -> _Entries:
 @lru_cache(maxsize=8)
 def _parse_text(sources_file: str, text: str) -> _Entries:
     # Cached values are shared: read_entries and read_entry hand out copies only.
-    entries = tuple(_named(entry, position) for position, entry in enumerate(_entries(sources_file, text), start=1))
+    entries = _apart(tuple(_named(entry, position)
+                           for position, entry in enumerate(_entries(sources_file, text), start=1)))
     positions: dict[str, int] = {}
     for position, entry in enumerate(entries):
         positions.setdefault(entry["id"], position)
@@ -354,6 +355,21 @@ def _named(entry: Any, position: int) -> dict[str, Any]:
         # would sink the whole file, so the entry goes by its position and fails on its own.
         entry["_bad_id"], entry["id"] = entry["id"], f"source-{position}"
     return entry
+
+
+def _apart(entries: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    """Each entry renamed for its bad id under a name no other entry holds: `source-2` may be a
+    real source's id, and the file was then refused whole as naming one id twice, blaming the
+    valid entry. The renamed one goes by `source-2-2` (or the next free number) instead."""
+    taken = {entry["id"] for entry in entries if "_bad_id" not in entry}
+    for entry in entries:
+        if "_bad_id" in entry:
+            base, number = entry["id"], 1
+            while entry["id"] in taken:
+                number += 1
+                entry["id"] = f"{base}-{number}"
+            taken.add(entry["id"])
+    return entries
 
 
 # An id names a Dagster partition, a database key and a storage folder: `x/a` would make a folder

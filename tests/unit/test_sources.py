@@ -223,6 +223,19 @@ def test_an_id_unsafe_as_a_folder_name_fails_only_its_own_source(tmp_path, bad_i
     assert "\n" not in message
 
 
+def test_an_entry_renamed_for_its_bad_id_never_takes_a_real_sources_id(tmp_path):
+    """An entry with a bad id goes by its position, `source-1`; where a real source already has
+    that id, the whole file was refused as naming one id twice, blaming the valid entry."""
+    entry = "{{id: '{sid}', kind: document, format: text, path: a.txt, acl: [public]}}"
+    ids = ["x/a", "source-1", "source-1-2", "../b", "source-4"]
+    path = write(tmp_path, "sources:\n" + "".join(f"  - {entry.format(sid=sid)}\n" for sid in ids))
+    assert source_ids(path) == ["source-1-3", "source-1", "source-1-2", "source-4-2", "source-4"]
+    loaded = load_sources(path, corpus_dir=tmp_path)
+    assert all(isinstance(loaded[sid], Source) for sid in ("source-1", "source-1-2", "source-4"))
+    assert str(loaded["source-1-3"]).startswith("source 'source-1-3': 'id' 'x/a' ")
+    assert str(loaded["source-4-2"]).startswith("source 'source-4-2': 'id' '../b' ")
+
+
 @pytest.mark.parametrize("good_id", ["kjv", "notes-alice", "westminster-confession", "y_a", "a.b", "3", "KJV1611"])
 def test_ids_of_letters_digits_dots_dashes_and_underscores_are_kept(tmp_path, good_id):
     path = write(tmp_path, f"sources:\n  - {{id: '{good_id}', kind: document, format: text, path: a.txt, acl: [public]}}\n")
