@@ -30,6 +30,7 @@ from dagster import (
 )
 
 from assets.checks import known_notices, vectors_check, vectors_spec
+from assets.entry_check import ENTRY_CHECK, RESTATED_KEY, restate_broken_entries
 from assets.names import EMBED_POOL, FAILED_TAG, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
@@ -47,7 +48,6 @@ KIND_TAGS = {"dagster/kind/python": ""}
 # raw_texts' metadata: the input fingerprint it was read from, recorded by every run (the UI's,
 # a sensor's, `lectio run`'s), so `lectio run` can tell an unchanged source from the data alone.
 INPUTS_KEY = "inputs"
-ENTRY_CHECK = "source_entry"
 PARSE_CHECK = "source_parses"
 # The checks a source's run evaluates before the stage they guard: one that fails ends the run
 # successfully having made nothing more (see build_source_assets), and the source counts as failed.
@@ -70,7 +70,8 @@ def entry_failure(events) -> str | None:
     for event in events:
         if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
-            if evaluation.check_name in GATE_CHECKS and not evaluation.passed:
+            if evaluation.check_name in GATE_CHECKS and not evaluation.passed \
+                    and RESTATED_KEY not in (evaluation.metadata or {}):  # another source's (assets.entry_check)
                 return evaluation.description or "the source's entry or file is not valid"
     return None
 
@@ -116,6 +117,20 @@ def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
     if line := re.search(r"\bline (\d+)\b", exc.problem):
         metadata["line"] = int(line.group(1))
     return f"source {source.id!r}: {problem}", metadata
+
+
+def _judge_entry(corpus: CorpusResource, key: str, embedder: EmbedderResource,
+                 settle: bool = False) -> tuple[Source | None, str | None, str | None, str]:
+    """Source `key`'s entry and input fingerprint, with what is wrong with the entry or its file
+    and the field at fault: (source, inputs, None, "path") when nothing is. `settle`: the home's
+    embedding runtime settled first, as a run must before it takes its model id."""
+    try:
+        if settle:
+            registry.settle_runtime(corpus.sources_path, corpus.corpus_path)
+        source, inputs = registry.source_and_inputs(corpus.sources_path, corpus.corpus_path, key, embedder.model_id)
+    except SourceError as exc:
+        return None, None, str(exc), exc.field or "entry"
+    return source, inputs, file_problem(source), "path"
 
 
 def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, str | None]:
@@ -165,16 +180,10 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         """The source as read, with a content hash so unchanged input is recognised."""
         key = context.partition_key
         _refuse_partial_ingest(context, "raw_texts")
-        try:
-            # The one place a source's entry is read from the sources file (once); later stages
-            # get it from here. Its fingerprint is taken before the file is read: a file changed
-            # while it is read then shows as changed next time.
-            registry.settle_runtime(corpus.sources_path, corpus.corpus_path)
-            source, inputs = registry.source_and_inputs(corpus.sources_path, corpus.corpus_path, key,
-                                                        embedder.model_id)
-            problem, field = file_problem(source), "path"
-        except SourceError as exc:
-            problem, field = str(exc), exc.field or "entry"
+        # The one place a source's entry is read from the sources file (once); later stages get it
+        # from here. Its fingerprint is taken before the file is read: a file changed while it is
+        # read then shows as changed next time.
+        source, inputs, problem, field = _judge_entry(corpus, key, embedder, settle=True)
         if problem:
             _flag_run(context, problem)
             yield AssetCheckResult(check_name=ENTRY_CHECK, passed=False, severity=AssetCheckSeverity.ERROR,
@@ -184,6 +193,8 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         yield Output(raw, metadata={"content_hash": raw.content_hash, "units_read": raw.units,
                                     **({INPUTS_KEY: inputs} if inputs else {})})
         yield AssetCheckResult(check_name=ENTRY_CHECK, passed=True, metadata={"source": key})
+        # After this run's own evaluation, which would otherwise be the newest the check page shows.
+        restate_broken_entries(context, lambda other: _judge_entry(corpus, other, embedder)[2:])
 
     @asset(partitions_def=partitions_def, group_name="ingest", check_specs=[parse_spec], output_required=False,
            kinds={"pandas"}, owners=OWNERS)

@@ -57,6 +57,7 @@ from dagster import (
 )
 
 from pipelines import batches
+from assets.entry_check import RESTATED_KEY
 from assets.index import SOURCES_CHECK
 from pipelines.observations import source_observations
 from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
@@ -222,8 +223,8 @@ def _deliver(alerts: list[Alert], database: DatabaseResource, settings: Settings
 def check_alert(record, ui_url: str, instance) -> Alert | None:
     """The alert for one ASSET_CHECK_EVALUATION event record, or None when the check passed."""
     evaluation = record.event_log_entry.dagster_event.event_specific_data
-    if evaluation.passed:
-        return None
+    if evaluation.passed or RESTATED_KEY in (evaluation.metadata or {}):
+        return None  # a restated failure was alerted when it was first evaluated (assets.entry_check)
     run_id = record.event_log_entry.run_id
     # A check emitted by a partitioned asset carries no partition of its own (only partitioned
     # check specs do); the source is then the partition of the run that evaluated it.
