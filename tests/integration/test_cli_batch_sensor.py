@@ -49,3 +49,31 @@ def test_the_sensor_leaves_the_batch_of_lectio_run_to_it(home):
         assert tick.skip_message.startswith("lectio run (process ") and "builds its own index" in tick.skip_message
     # Once it has ended, its index covers its runs: nothing is left for the sensor.
     assert _tick(home.settings.sources_file).skip_message == "no ingest run finished since the last index"
+
+
+def test_a_killed_lectio_run_leaves_its_runs_to_the_sensor(home):
+    """A command killed between its runs builds no index: its runs are then a batch like any other."""
+    import subprocess
+    import sys
+    import uuid
+
+    import psutil
+    from dagster import DagsterRunStatus
+
+    from assets.names import INDEX_JOB, INGEST_JOB, LAUNCHED_BY_TAG
+    from pipelines.definitions import build_definitions
+    from pipelines.run_owners import OWNER_MACHINE_TAG, OWNER_PID_TAG, OWNER_RUN_TAG, OWNER_STARTED_TAG, this_machine
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = psutil.Process(gone.pid).create_time()
+    gone.wait()
+    run_id = str(uuid.uuid4())
+    owner = {OWNER_MACHINE_TAG: this_machine(), OWNER_PID_TAG: str(gone.pid), OWNER_STARTED_TAG: f"{started:.2f}",
+             OWNER_RUN_TAG: run_id}
+    # What the killed command left: its last ingest run, ended, and no index run after it.
+    DagsterInstance.get().create_run_for_job(
+        job_def=build_definitions(home.settings.sources_file).resolve_job_def(INGEST_JOB), run_id=run_id,
+        status=DagsterRunStatus.SUCCESS, tags={LAUNCHED_BY_TAG: "lectio run", "dagster/partition": "rota", **owner})
+
+    (request,) = _tick(home.settings.sources_file).run_requests
+    assert request.job_name == INDEX_JOB and request.tags["lectio/after_batches"] == f"run-{run_id[:8]}"
