@@ -7,9 +7,11 @@ from psycopg import sql
 
 from lectio.bible.refs import RefRange
 from lectio.retrieval import candidates
+from lectio.retrieval.filters import Filters
 from lectio.retrieval.hits import SELECT_COLUMNS, Hit
 from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
 from lectio.retrieval.response import SearchResponse, results
+from lectio.retrieval.scope import Scope
 
 
 def lookup(request: VersionRequest, ranges: list[RefRange]) -> SearchResponse:
@@ -27,7 +29,28 @@ def lookup(request: VersionRequest, ranges: list[RefRange]) -> SearchResponse:
         if rows:
             return SearchResponse(query, "reference", version, results([Hit.of_row(row, 1.0) for row in rows]))
     labels = "; ".join(r.label for r in ranges)
-    return SearchResponse(query, "reference", version, message=f"no verses of {labels} are in the index")
+    return SearchResponse(query, "reference", version, message=_none_found(request, labels, span, span_params))
+
+
+def _none_found(request: VersionRequest, labels: str, span: sql.Composable, span_params: dict) -> str:
+    """Why the reference found no verse: the index holds none the caller may see, or the caller's
+    filters left out every one it holds (`--kind notes` on a reference, whose verses are
+    scripture), said as such rather than as verses missing from the index. Asked as the caller:
+    only verses the caller may see count."""
+    given = request.filters.given.given()
+    if not given:
+        return f"no verses of {labels} are in the index"
+    where, params = Scope(request.filters.principals, Filters()).where(None)
+    held = request.conn.execute(
+        sql.SQL("SELECT 1 FROM {table} WHERE granularity = 'verse' AND ({span}) AND {where} LIMIT 1").format(
+            table=sql.Identifier(request.table_name), span=span, where=where),
+        {**span_params, **params}).fetchone()
+    if held is None:
+        return f"no verses of {labels} are in the index"
+    named = ", ".join(f"{name} {value}" for name, value in given.items())
+    kind = given.get("kind")
+    why = f": a verse's kind is scripture, not {kind}" if kind and kind != "scripture" else ""
+    return f"the index holds {labels}, but the filters ({named}) leave out every verse of it{why}"
 
 
 def _translation_preference(request: VersionRequest) -> list[str | None]:
