@@ -683,10 +683,12 @@ def decided(seconds: dict[str, list[float]]) -> bool:
 
 
 def query_runtime_of(record: dict | None) -> tuple[str, str] | None:
-    """The runtime a record says queries run fastest on, where it is interchangeable with fp32."""
+    """The runtime a record says queries run fastest on, where it is interchangeable with fp32:
+    an fp32 one (a measurement records no other). A record naming another (int8 queries against
+    an fp32 index, by hand or by a bad copy) is not obeyed: the version's own runtime embeds."""
     query = (record or {}).get("query")
     if query:
-        return query["backend"], query["precision"]
+        return (query["backend"], query["precision"]) if query["precision"] == "fp32" else None
     # A record made before runtimes were measured together: ONNX where it matched torch.
     if record and "candidates" not in record and (record.get("equivalence") or {}).get("equivalent"):
         return "onnx", "fp32"

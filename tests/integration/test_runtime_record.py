@@ -96,3 +96,26 @@ def test_model_show_over_an_unreadable_record_does_not_measure(home, chosen_by_t
     shown = json.loads(capsys.readouterr().out)
     assert shown["recorded"] is None and "is ignored" in shown["why"]
     assert chosen_by_the_record.read_text() == text
+
+
+@pytest.mark.parametrize("query", [{"backend": "onnx", "precision": "int8"}, {"backend": "torch", "precision": "bf16"}],
+                         ids=["int8", "bf16"])
+def test_a_query_runtime_not_interchangeable_with_the_index_is_not_obeyed(home, chosen_by_the_record, query):
+    """A record whose query runtime is not fp32 (a measurement records no other) is obeyed no
+    more: queries of an fp32 version were embedded in int8 (another model's vectors)."""
+    import os
+    import subprocess
+    import sys
+
+    from lectio.embedding import onnx_runtime
+
+    _write(chosen_by_the_record, json.dumps(_valid(backends.machine()) | {"query": query}))
+    release = release_of(MODEL_NAME)
+    assert backends.query_runtime(MODEL_NAME, release, ("onnx", "fp32")) == ("onnx", "fp32")
+    # A search in a process of its own, as a user's: nothing exported or loaded for int8.
+    int8 = onnx_runtime.model_file(MODEL_NAME, release, "int8")
+    int8.unlink(missing_ok=True)
+    search = subprocess.run([sys.executable, "-m", "pipelines.cli", "search", "grace", "--json"], env=os.environ,
+                            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=300)
+    assert search.returncode == 0 and json.loads(search.stdout)["results"], search.stderr
+    assert not int8.exists()
