@@ -1,17 +1,49 @@
 """Assets that learn from the corpus: the training pairs the live index's structure gives, and the
-reranker and the adapted embedder trained on them. Outside the ingest and index jobs: the nightly schedule never retrains,
-and materialising them again with nothing changed reads the pairs back and finds the model by its
-id instead of training it again."""
+reranker and the adapted embedder trained on them. Outside the ingest and index jobs (the nightly
+schedule never retrains), and refused in any run or backfill that also takes another group's
+assets, as the landing lineage's Materialize all does. Materialising them again with nothing
+changed reads the pairs back and finds the model by its id instead of training it again."""
 
 import base64
 
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, Failure, MetadataValue, asset
 
 from lectio.training import trainer, workflow
 from lectio.training.pairs import summary
-from assets.names import EMBED_POOL
+from assets.names import EMBED_POOL, REFUSED_TAG
 from assets.source_assets import OWNERS
 from resources import CorpusResource, DatabaseResource
+
+
+TRAINING_GROUP = "training"
+TRAINING_ASSETS = ("training_pairs", "reranker", "adapted_embedder")
+
+
+def incidental_training(selected: set[str], name: str) -> str | None:
+    """Why a run that trains `name` among assets of other groups (`selected`: the run's assets, or
+    its backfill's) is refused, in one line, or None. The landing lineage's *Materialize all* takes
+    every group, so one click meant to rebuild the index also trained a reranker and fine-tuned the
+    embedder (minutes to hours of CPU, and a model nobody asked for)."""
+    others = sorted(selected - set(TRAINING_ASSETS))
+    if not others:
+        return None
+    named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return (f"refused: training is a deliberate act, and this run materializes {name} with {named} outside the "
+            f"{TRAINING_GROUP} group; materialize the {TRAINING_GROUP} group on its own (its assets "
+            f"{', '.join(TRAINING_ASSETS)}, or one of them)")
+
+
+def _refuse_incidental_training(context: AssetExecutionContext, name: str) -> None:
+    """Fails the step before anything trains when its run, or the backfill that launched it (the
+    UI's *Materialize all* over partitioned and unpartitioned assets is a backfill, whose runs each
+    hold part of its selection), takes assets outside the training group."""
+    selected = set(context.job_def.asset_layer.selected_asset_keys)
+    if backfill_id := context.run.tags.get("dagster/backfill"):
+        backfill = context.instance.get_backfill(backfill_id)
+        selected |= set(backfill.asset_selection or ()) if backfill is not None else set()
+    if problem := incidental_training({key.to_user_string() for key in selected}, name):
+        context.instance.add_run_tags(context.run.run_id, {REFUSED_TAG: f"materialize the {TRAINING_GROUP} group on its own"})
+        raise Failure(problem, allow_retries=False)
 
 
 class TrainingConfig(Config):
@@ -26,12 +58,13 @@ class AdaptConfig(Config):
 
 
 def build_training_assets() -> list:
-    @asset(deps=["search_index"], group_name="training", pool=EMBED_POOL, kinds={"python"}, owners=OWNERS)
+    @asset(deps=["search_index"], group_name=TRAINING_GROUP, pool=EMBED_POOL, kinds={"python"}, owners=OWNERS)
     def training_pairs(context: AssetExecutionContext, corpus: CorpusResource, database: DatabaseResource) -> dict:
         """Queries and their passages from the corpus's own structure (commentary entries and pericope titles → their
         verses, with hard negatives the vector retriever ranks close), mined from the live index. Never from Nave's, the
         Westminster Standards, any evaluation query or private text. Made again only when the live index's content
         changes."""
+        _refuse_incidental_training(context, "training_pairs")
         with database.connect() as conn:
             made, path, new = workflow.pairs_for(conn, database.home_path(), corpus.sources_path)
         found = summary(made)
@@ -41,7 +74,7 @@ def build_training_assets() -> list:
             "examples": MetadataValue.json(found["examples"])})
         return {"file": str(path), **found}
 
-    @asset(group_name="training", pool=EMBED_POOL, kinds={"pytorch"}, owners=OWNERS)
+    @asset(group_name=TRAINING_GROUP, pool=EMBED_POOL, kinds={"pytorch"}, owners=OWNERS)
     def reranker(context: AssetExecutionContext, config: TrainingConfig, database: DatabaseResource,
                  training_pairs: dict) -> dict:
         """A cross-encoder trained from MiniLM's first layers on the training pairs, kept at its best validation MRR
@@ -49,6 +82,7 @@ def build_training_assets() -> list:
         it where `stages.rerank.model` names it."""
         from lectio.training.pairs import read
 
+        _refuse_incidental_training(context, "reranker")
         record = workflow.train(read(training_pairs["file"]), database.home_path(), workflow.recipe(config.steps, config.layers),
                                 lambda step, total, loss: step % 50 == 0 and context.log.info(
                                     f"step {step}/{total}: loss {loss:.3f}"))
@@ -61,7 +95,7 @@ def build_training_assets() -> list:
             "loss curve": MetadataValue.md(f"![loss curve](data:image/png;base64,{png})")})
         return record
 
-    @asset(group_name="training", pool=EMBED_POOL, kinds={"pytorch", "onnx"}, owners=OWNERS)
+    @asset(group_name=TRAINING_GROUP, pool=EMBED_POOL, kinds={"pytorch", "onnx"}, owners=OWNERS)
     def adapted_embedder(context: AssetExecutionContext, config: AdaptConfig, database: DatabaseResource,
                          training_pairs: dict) -> dict:
         """The embedding model fine-tuned on the training pairs (in-batch and mined negatives, passages that may be right
@@ -70,6 +104,7 @@ def build_training_assets() -> list:
         the migrate_index job with LECTIO_EMBED_MODEL naming it; the gate decides."""
         from lectio.training.pairs import read
 
+        _refuse_incidental_training(context, "adapted_embedder")
         record = workflow.adapt(read(training_pairs["file"]), database.home_path(), workflow.adapt_recipe(config.steps),
                                 lambda step, total, loss: step % 50 == 0 and context.log.info(
                                     f"step {step}/{total}: loss {loss:.3f}"))
