@@ -101,7 +101,8 @@ def build_training_assets() -> list:
         """The embedding model fine-tuned on the training pairs (in-batch and mined negatives, passages that may be right
         masked out), kept at its best validation MRR (books held out of training), stored in the home under its id (base,
         pairs, recipe, seed) and exported to ONNX. Moving the index to it is a migration: `lectio migrate --embedder`, or
-        the migrate_index job with LECTIO_EMBED_MODEL naming it; the gate decides."""
+        a backfill of the ingest_source job over every partition with the run tag lectio/embed_model set to its id (this
+        asset's `model`), after which index_after_batch asks migrate_index with that tag; the gate decides."""
         from lectio.training.pairs import read
 
         _refuse_incidental_training(context, "adapted_embedder")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +19,11 @@ from dagster import (
 
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
-from assets.names import INGEST_JOB
+from assets.names import INGEST_JOB, MODEL_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
+PROJECT = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # The Dagster UI shows Markdown metadata inline below this many characters, behind a link above.
 UI_INLINE_MARKDOWN = 1000
@@ -118,3 +120,16 @@ def test_the_chunk_checks_are_not_offered_alone(settings):
     assert len(chunk_checks) == 6
     for key in chunk_checks:
         assert graph.get_execution_set_asset_and_check_keys(key) == chunk_checks
+
+
+def test_the_adapted_embedder_says_how_to_migrate_as_the_code_does(settings):
+    """Its description said to run migrate_index with LECTIO_EMBED_MODEL naming it, docs/ui.md to
+    tag a backfill: migrate_index alone embeds nothing, so only a re-embedded batch can move the
+    index to a new model. Both now say the run tag on a backfill of the ingest job (issue 62, item 7)."""
+    graph = build_definitions(settings.sources_file).resolve_asset_graph()
+    description = " ".join(graph.get(AssetKey("adapted_embedder")).description.split())
+    ui_doc = " ".join((PROJECT / "docs" / "ui.md").read_text().split())
+    assert "LECTIO_EMBED_MODEL" not in description
+    for words in (f"backfill of the {INGEST_JOB} job", f"the run tag {MODEL_TAG}", "lectio migrate --embedder"):
+        assert words in description, words
+    assert f"backfill of the job `{INGEST_JOB}`" in ui_doc and f"`{MODEL_TAG}` set to the id" in ui_doc
