@@ -211,14 +211,15 @@ def server_stopped(exc: BaseException, settings: Settings, log_offset: int) -> S
     return ServerStopped(settings.pgdata, log)
 
 
-def _from_a_driver(exc: BaseException | None) -> bool:
-    """Whether `exc` or anything that caused it comes from psycopg, psycopg2 or SQLAlchemy."""
+def _from_a_driver(exc: BaseException | None, alone: bool = False) -> bool:
+    """Whether `exc`, or (unless `alone`) anything that caused it, comes from psycopg, psycopg2
+    or SQLAlchemy."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg2", "sqlalchemy"):
             return True
-        exc = exc.__cause__ or exc.__context__
+        exc = None if alone else exc.__cause__ or exc.__context__
     return False
 
 
@@ -227,13 +228,20 @@ def disk_full(exc: BaseException | None) -> str | None:
     database's "could not extend file" (SQLSTATE 53100, from psycopg or, under Dagster's storage,
     psycopg2 through SQLAlchemy) or the file system's ENOSPC; None otherwise."""
     seen: set[int] = set()
+    named = None  # an outer error of lectio's that says what it was writing (the ONNX export's folder)
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
         if state == DISK_FULL or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
-            return str(exc).strip().splitlines()[0]
+            return named or _first_line(exc)
+        if named is None and NO_SPACE in str(exc) and not _from_a_driver(exc, alone=True):
+            named = _first_line(exc)
         exc = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
     return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0]
 
 
 # PostgreSQL's SQLSTATE for a disk it cannot write to (disk_full).

@@ -183,6 +183,16 @@ def test_the_model_export_on_a_full_disk_is_one_line_naming_its_folder(small_dis
     assert "No space left on device" in line and "OSError" not in line, line
 
 
+def test_a_search_whose_model_export_meets_a_full_disk_names_its_folder(small_disk, full_folder):
+    mount, sources = small_disk
+    assert _lectio("run", "--sources", str(sources)).returncode == 0
+    models = full_folder(mount / "home" / "models")  # the export hidden, and no room to make it again
+    search = _lectio("search", "grace")
+    assert search.returncode == 2 and search.stderr.count("\n") == 1, search.stderr
+    assert search.stderr.startswith("lectio search: the disk is full (the onnx embedding backend cannot load: "
+                                    f"cannot write its export into {models}/"), search.stderr
+
+
 def test_dagsters_stored_outputs_on_a_full_disk_are_one_line_naming_the_file(small_disk, full_folder, capsys):
     mount, sources = small_disk
     assert cli(["run", "--sources", str(sources)]) == 0
