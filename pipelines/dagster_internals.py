@@ -17,6 +17,9 @@ from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin 
 from dagster._core.origin import JobPythonOrigin  # noqa: F401
 from dagster._core.remote_origin import RemoteInstigatorOrigin  # noqa: F401
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG  # noqa: F401
+# Tags under this prefix are left out of every run's tags in the UI's GraphQL (the Runs list, the
+# run page), as Dagster's own bookkeeping is: the prefix is its only way to hide one.
+from dagster._core.storage.tags import HIDDEN_TAG_PREFIX  # noqa: F401
 from dagster._core.workspace.load import location_origins_from_yaml_paths  # noqa: F401
 # The compute log manager Dagster uses by default, which lectio's extends (pipelines.compute_logs):
 # marked public, but exported only from its private module.

@@ -27,6 +27,7 @@ from pipelines.automation import build_schedules, build_sensors
 from pipelines.batches import request_index_now
 from pipelines.dagster_internals import PickledObjectFilesystemIOManager, create_external_asset_from_source_asset
 from pipelines.migration import build_migration_assets, build_migration_jobs
+from pipelines.run_owners import relabel_reexecution
 from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -67,8 +68,14 @@ class StepOutputs(PickledObjectFilesystemIOManager):
 def _fixed_storage(folder: Path) -> IOManagerDefinition:
     """The steps' stored outputs under the home, with an empty config schema as _fixed: they hold
     chunks and their ACLs, so a launchpad `base_dir` would let a run load pickles, and the ACLs in
-    them, from any folder the code location can read."""
-    return IOManagerDefinition(resource_fn=lambda _: StepOutputs(base_dir=str(folder)), config_schema={},
+    them, from any folder the code location can read. Every step of every job stores through it,
+    so a run comes here before its first step: where a re-executed run's launched-by tag was
+    copied from a `lectio run` run, it is corrected here (pipelines.run_owners)."""
+    def made(context):
+        relabel_reexecution(context.instance, context.run)
+        return StepOutputs(base_dir=str(folder))
+
+    return IOManagerDefinition(resource_fn=made, config_schema={},
                                description="Stored step outputs under the home's storage folder.")
 
 

@@ -19,16 +19,19 @@ from functools import lru_cache
 import psutil
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from lectio.settings import PROJECT_ROOT
-from pipelines.dagster_internals import (JobFailureData, RemoteJobOrigin, RemoteRepositoryOrigin, RunFailureReason,
-                                        location_origins_from_yaml_paths)
+from assets.names import COMMANDS, LAUNCHED_BY_TAG
+from pipelines.dagster_internals import (HIDDEN_TAG_PREFIX, JobFailureData, RemoteJobOrigin, RemoteRepositoryOrigin,
+                                        RunFailureReason, location_origins_from_yaml_paths)
 
-OWNER_MACHINE_TAG = "lectio/owner_machine"
-OWNER_PID_TAG = "lectio/owner_pid"
-OWNER_STARTED_TAG = "lectio/owner_started"  # the process's start time (epoch seconds)
+# Hidden: bookkeeping for the fail_orphaned_runs sensor, which cluttered every `lectio run` run's
+# row in the Runs list with four tags nobody filters by.
+OWNER_MACHINE_TAG = f"{HIDDEN_TAG_PREFIX}lectio_owner_machine"
+OWNER_PID_TAG = f"{HIDDEN_TAG_PREFIX}lectio_owner_pid"
+OWNER_STARTED_TAG = f"{HIDDEN_TAG_PREFIX}lectio_owner_started"  # the process's start time (epoch seconds)
 # The run the process executes. Dagster copies a run's tags to its re-execution (the UI's
 # Re-execute), which another process executes: tags naming a run other than the one they are on
 # were copied, and prove nothing about that run's process.
-OWNER_RUN_TAG = "lectio/owner_run"
+OWNER_RUN_TAG = f"{HIDDEN_TAG_PREFIX}lectio_owner_run"
 # Two start times of one process, as psutil reads them at different moments, differ by rounding
 # only; a new process that reused the pid started later than its run did.
 SAME_START_SECONDS = 1.0
@@ -75,6 +78,23 @@ def executed_by_live_process(run: DagsterRun) -> bool:
     process may still be at work: it runs, or it is one this process cannot see. Not a run whose
     owner tags were copied from another (a re-execution), nor one whose process is gone."""
     return run.tags.get(OWNER_RUN_TAG) == run.run_id and owner_gone(run) is None
+
+
+def copied_launcher(run: DagsterRun) -> str | None:
+    """What `run`'s LAUNCHED_BY_TAG should read where Dagster copied it from the run it re-executes
+    (the UI's Re-execute copies every tag), or None where it is the run's own. Copied, it filed a
+    run the UI or the daemon executed under `lectio run`, and the Runs filter by that tag with it."""
+    command = run.tags.get(LAUNCHED_BY_TAG)
+    if command not in COMMANDS or run.tags.get(OWNER_RUN_TAG) == run.run_id:
+        return None
+    return f"re-execution of {command}'s run {(run.root_run_id or run.parent_run_id or '?')[:8]}"
+
+
+def relabel_reexecution(instance: DagsterInstance, run: DagsterRun | None) -> None:
+    """Corrects a re-executed run's copied LAUNCHED_BY_TAG as the run starts (Dagster offers no
+    way to leave a tag out of a re-execution, nor to remove one)."""
+    if run is not None and (label := copied_launcher(run)):
+        instance.add_run_tags(run.run_id, {LAUNCHED_BY_TAG: label})
 
 
 def ui_origin(repository: str, job_name: str) -> RemoteJobOrigin:
