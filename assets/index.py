@@ -26,7 +26,7 @@ from dagster import (
     asset,
 )
 
-from lectio.quality.distribution import SUMMARY, detail_markdown, histogram_markdown, histogram_png, size_distribution
+from lectio.quality.distribution import OVER_LIMIT_NOTE, SUMMARY, detail_markdown, histogram_markdown, histogram_png, size_distribution
 from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
@@ -59,12 +59,14 @@ class IndexConfig(Config):
     carry_failed_sources: bool = True
 
 
-def table_metadata(frame: pd.DataFrame) -> MetadataValue:
-    """A DataFrame as Dagster's table metadata: numbers stay numbers (sortable in the UI)."""
+def table_metadata(frame: pd.DataFrame, descriptions: dict[str, str] | None = None) -> MetadataValue:
+    """A DataFrame as Dagster's table metadata: numbers stay numbers (sortable in the UI); a column
+    named in `descriptions` carries its description in the table's schema."""
     def kind(dtype) -> str:
         return "int" if pd.api.types.is_integer_dtype(dtype) else "float" if pd.api.types.is_float_dtype(dtype) else "string"
 
-    columns = [TableColumn(str(name), kind(dtype)) for name, dtype in frame.dtypes.items()]
+    columns = [TableColumn(str(name), kind(dtype), description=(descriptions or {}).get(str(name)))
+               for name, dtype in frame.dtypes.items()]
     records = [TableRecord({str(k): (v.item() if hasattr(v, "item") else v) for k, v in row.items()})
                for row in frame.to_dict(orient="records")]
     return MetadataValue.table(records=records, schema=TableSchema(columns=columns))
@@ -101,12 +103,13 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 # A table value is drawn as a table on the asset page, its columns few enough to fit
                 # there; Markdown over 1,000 characters (the detail, the image) hides behind
                 # "[Show Markdown]", which opens it in a wide dialog.
-                "distribution": table_metadata(table[SUMMARY]),
+                "distribution": table_metadata(table[SUMMARY], {"over_model_limit": OVER_LIMIT_NOTE}),
                 "distribution_detail": MetadataValue.md(detail_markdown(table, frame)),
                 "histogram": MetadataValue.md(histogram_markdown(frame)),
                 "histogram_image": MetadataValue.md(f"![chunk sizes](data:image/png;base64,{png})"),
                 "chunks": len(frame),
                 "over_model_limit": int(table["over_model_limit"].sum()),
+                "over_model_limit_note": MetadataValue.text(OVER_LIMIT_NOTE),
             }
         )
         return table

@@ -18,6 +18,14 @@ PERCENTILES = (10, 50, 90, 99)
 SUMMARY = ["source_id", "granularity", "count", "p50", "p90", "max", "over_model_limit"]
 
 
+# What over_model_limit counts, in words beside it: a non-zero count read as a fault, though the
+# chunkers keep a pericope or a long commentary entry whole on purpose.
+OVER_LIMIT_NOTE = (f"over_model_limit counts chunks longer than the model's {MAX_TEXT_TOKENS} word pieces, such as "
+                   "whole pericopes, which the chunking rules keep whole by design. Each is embedded in consecutive "
+                   "windows of at most that length and given their token-weighted mean vector, so none is cut "
+                   "off: a count here is the long tail, not a fault.")
+
+
 def size_distribution(chunks: pd.DataFrame) -> pd.DataFrame:
     """One row per (source, kind, granularity, ruleset): token count percentiles and the longest
     chunk (detail_markdown() names the five longest)."""
@@ -32,8 +40,7 @@ def size_distribution(chunks: pd.DataFrame) -> pd.DataFrame:
                 "min": int(tokens.min()),
                 **{f"p{p}": int(np.percentile(tokens, p)) for p in PERCENTILES},
                 "max": int(tokens.max()),
-                # Past this the model would truncate; such chunks are embedded in windows.
-                "over_model_limit": int((tokens > MAX_TEXT_TOKENS).sum()),
+                "over_model_limit": int((tokens > MAX_TEXT_TOKENS).sum()),  # OVER_LIMIT_NOTE says why
                 "longest": f"{top['chunk_id'].iloc[0]} ({int(top['tokens'].iloc[0])})",
             }
         )
@@ -72,7 +79,8 @@ def histogram_markdown(chunks: pd.DataFrame, max_chars: int = 1000) -> str:
 
 def _histogram_table(chunks: pd.DataFrame, group: list[str]) -> str:
     edges = [-0.5, *(b + 0.5 for b in HISTOGRAM_BOUNDS), np.inf]  # token counts are whole: ≤16 holds 16
-    labels = [f"≤{b}" for b in HISTOGRAM_BOUNDS] + [f">{HISTOGRAM_BOUNDS[-1]}"]
+    # The unit in every header: a bare "≤16" was read as a chunk count as often as a size.
+    labels = [f"≤{b} tokens" for b in HISTOGRAM_BOUNDS] + [f">{HISTOGRAM_BOUNDS[-1]} tokens"]
     lines = ["|" + " / ".join(group) + "|" + "|".join(labels) + "|", "|-" + "|-:" * len(labels) + "|"]
     for key, rows in chunks.groupby(group, sort=True):
         counts = np.histogram(rows["tokens"], bins=edges)[0]
@@ -88,6 +96,10 @@ def _compact(n: int) -> str:
     if n < 10_000:
         return f"{n / 1000:.1f}k"
     return f"{n // 1000}k"
+
+
+def _chunks(n: int) -> str:
+    return f"{n:,} chunk" if n == 1 else f"{n:,} chunks"
 
 
 def histogram_png(chunks: pd.DataFrame) -> bytes:
@@ -127,10 +139,12 @@ def histogram_figure(chunks: pd.DataFrame):
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.axvline(MAX_TEXT_TOKENS, color="#b33", linestyle="--", linewidth=1,
                    label=f"model limit ({MAX_TEXT_TOKENS} word pieces)")
-        ax.set_title(f"{kind} / {granularity}: {len(group):,} chunks", fontsize=9)
+        ax.set_title(f"{kind} / {granularity}: {_chunks(len(group))}", fontsize=9)
         ax.set_ylabel("chunks (log)", fontsize=8)
+        # On every panel: the UI shows the image in a scrolling dialog, where a label under the
+        # last of eleven panels was out of sight of all the others.
+        ax.set_xlabel("word pieces per chunk", fontsize=8)
         ax.tick_params(labelsize=8)
     axes[0, 0].legend(fontsize=7, loc="upper right")
-    axes[-1, 0].set_xlabel("word pieces per chunk", fontsize=8)
     fig.tight_layout()
     return fig

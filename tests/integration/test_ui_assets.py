@@ -87,6 +87,10 @@ def test_the_size_distribution_is_a_table_with_an_inline_histogram(instance, tmp
     # Few enough columns to fit beside the UI's panels; the rest, and the longest chunks, in the detail.
     assert [c.name for c in table.schema.columns] == ["source_id", "granularity", "count", "p50", "p90", "max",
                                                       "over_model_limit"]
+    # Issue 62, item 10: a count over the model's limit says why it is there (windowed by design), beside it.
+    (limit,) = [c for c in table.schema.columns if c.name == "over_model_limit"]
+    assert "by design" in limit.description and "windows" in limit.description
+    assert metadata["over_model_limit_note"].value == limit.description
     (row,) = table.records
     assert row.data["source_id"] == "ui-rota" and row.data["count"] == 1
     assert isinstance(row.data["p50"], int)
@@ -96,7 +100,7 @@ def test_the_size_distribution_is_a_table_with_an_inline_histogram(instance, tmp
 
     histogram = metadata["histogram"].value
     assert len(histogram) < UI_INLINE_MARKDOWN
-    assert histogram.splitlines()[0].startswith("|kind / granularity|≤16|")
+    assert histogram.splitlines()[0].startswith("|kind / granularity|≤16 tokens|")
     assert sum(int(cell) for cell in histogram.splitlines()[2].strip("|").split("|")[1:]) == 1
 
     # The image of a single chunk has its bar (it came out blank before).

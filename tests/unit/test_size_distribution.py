@@ -33,7 +33,9 @@ def test_the_size_plot_reads_on_its_own():
     fig = histogram_figure(chunks)
     axes = fig.axes
     assert len(axes) == 2 and all(ax.get_ylabel() == "chunks (log)" for ax in axes)
-    assert axes[-1].get_xlabel() == "word pieces per chunk"
+    # Issue 62, item 10: every panel names its x axis (the last of eleven alone did), and one chunk is "1 chunk".
+    assert all(ax.get_xlabel() == "word pieces per chunk" for ax in axes)
+    assert [ax.get_title() for ax in axes] == ["notes / note: 1 chunk", "scripture / verse: 2 chunks"]
     from lectio.embedding.model import MAX_TEXT_TOKENS
 
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == [f"model limit ({MAX_TEXT_TOKENS} word pieces)"]
@@ -59,3 +61,16 @@ def test_the_detail_names_each_rows_longest_chunks_longest_first():
     assert header == "|source_id|kind|granularity|ruleset|min|p10|p99|5 longest (word pieces)|"
     assert kjv == "|kjv|scripture|verse|scripture-v1|10|16|69|kjv_1 (70), kjv_3 (60), kjv_5 (50), kjv_6 (40), kjv_2 (30)|"
     assert web == "|web|scripture|verse|scripture-v1|5|5|5|web_0 (5)|"
+
+
+def test_the_inline_histogram_names_its_unit_in_every_bucket():
+    """Issue 62, item 10: the inline table's headers read "≤16", with no unit."""
+    import pandas as pd
+
+    from lectio.embedding.model import MAX_TEXT_TOKENS
+    from lectio.quality.distribution import histogram_markdown
+
+    chunks = pd.DataFrame({"kind": ["scripture"], "granularity": ["verse"], "tokens": [20]})
+    header = histogram_markdown(chunks).splitlines()[0].strip("|").split("|")
+    assert header == ["kind / granularity", "≤16 tokens", "≤32 tokens", "≤64 tokens", "≤128 tokens",
+                      f"≤{MAX_TEXT_TOKENS} tokens", f">{MAX_TEXT_TOKENS} tokens"]
