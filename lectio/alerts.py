@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import smtplib
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -102,6 +103,8 @@ def run_url(ui_url: str, run_id: str) -> str:
 class Channel(Protocol):
     name: str
 
+    def where(self) -> str: ...  # where it delivers, in words a description can show
+
     def send(self, alert: Alert) -> None: ...
 
 
@@ -127,6 +130,10 @@ class WebhookChannel:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{alert.run_url}|Open the run in Dagster>"}})
         # `text` and `blocks` are what Slack reads; `alert` is for receivers that want fields.
         return {"text": alert.text(), "blocks": blocks, "alert": alert.to_json()}
+
+    def where(self) -> str:
+        # The host alone: a webhook's path is often its secret (Slack's are), and descriptions are public.
+        return f"a webhook on {urllib.parse.urlsplit(self.url).hostname or 'an unnamed host'} (LECTIO_ALERT_WEBHOOK_URL)"
 
     def send(self, alert: Alert) -> None:
         body = json.dumps(self.payload(alert), default=str).encode()
@@ -158,6 +165,9 @@ class EmailChannel:
         message.set_content(alert.text() + ("\n\n" + details if details else "") + "\n")
         return message
 
+    def where(self) -> str:
+        return f"e-mail to {', '.join(self.recipients)} through {self.host} (LECTIO_ALERT_EMAIL_TO)"
+
     def send(self, alert: Alert) -> None:
         with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
             if self.starttls:
@@ -171,6 +181,9 @@ class EmailChannel:
 class LogFileChannel:
     path: Path
     name: str = "log"
+
+    def where(self) -> str:
+        return f"the file {self.path} (LECTIO_ALERT_LOG)"
 
     def send(self, alert: Alert) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,3 +258,12 @@ def send_alerts(conn: psycopg.Connection, alerts: Iterable[Alert], channels: lis
             else:
                 deliveries.append(Delivery(alert.fingerprint, channel.name, "sent"))
     return deliveries
+
+
+def destinations(channels: list[Channel]) -> str:
+    """Where alerts go, in one sentence: the alert sensors' descriptions said what they sent and
+    not where, so a team could not tell from the UI whether anyone would be told."""
+    if not channels:
+        return ("Alerts go nowhere: no channel is set (LECTIO_ALERT_WEBHOOK_URL, LECTIO_ALERT_SMTP_HOST with "
+                "LECTIO_ALERT_EMAIL_TO, or LECTIO_ALERT_LOG where the code location runs).")
+    return "Alerts go to " + "; ".join(channel.where() for channel in channels) + "."

@@ -60,7 +60,7 @@ from pipelines import batches
 from assets.entry_check import RESTATED_KEY
 from assets.index import SOURCES_CHECK
 from pipelines.observations import source_observations
-from lectio.alerts import Alert, channels_from_settings, cleared, run_url, send_alerts
+from lectio.alerts import Alert, channels_from_settings, cleared, destinations, run_url, send_alerts
 from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
 from assets.names import BATCH_SIZE_TAG, BATCH_TAG, GATE_JOB, INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG
@@ -73,6 +73,10 @@ NIGHTLY_CRON = "0 2 * * *"
 # at 5 s itself a pass that came a moment early found the last tick not yet 5 s old and skipped
 # it, and ticks came 10 s apart as often as 5 s (ui_run_time.py's sensor_tick_gaps).
 INDEX_SENSOR_INTERVAL = 1
+# The sensor daemon's pass (Dagster's own loop time, not configurable): how often the sensor
+# really ticks. Its page's Frequency shows the minimum interval above ("~1 sec"), so its
+# description says this one.
+DAEMON_PASS_SECONDS = 5
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
 CHECK_EVENTS_PER_TICK = 500
 
@@ -122,8 +126,8 @@ def build_sensors(jobs: dict) -> list:
     return [
         _source_change_sensor(jobs[INGEST_JOB]),
         _index_after_batch_sensor(jobs[INDEX_JOB], jobs[MIGRATE_JOB], jobs[GATE_JOB]),
-        _failed_checks_sensor(),
-        _failed_runs_sensor(),
+        _failed_checks_sensor(_alerts_go_to()),
+        _failed_runs_sensor(_alerts_go_to()),
         _orphaned_runs_sensor(),
     ]
 
@@ -191,7 +195,9 @@ def _index_after_batch_sensor(index_job, migrate_job, gate_job):
         description="Builds the index once the ingest runs since the last index (from the UI, a backfill, "
         f"the schedule or a sensor) have all finished; where they carry {MODEL_TAG} (a backfill launched as a "
         "migration to that model), builds it as a candidate and gates it (migrate_index); a version build_index "
-        "held back because the chunking rules changed, it hands to gate_candidate.",
+        f"held back because the chunking rules changed, it hands to gate_candidate. Ticks every {DAEMON_PASS_SECONDS} "
+        f"s, on every pass of the sensor daemon (the Frequency shown, ~{INDEX_SENSOR_INTERVAL} sec, is the least "
+        "time between two ticks, set under the daemon's pass so that no pass is skipped).",
     )
     def index_after_batch(context: SensorEvaluationContext):
         # A rule change is switched in by the gate alone (lectio.index.build): its version first.
@@ -268,13 +274,19 @@ def _alerts_in_order(records, instance, database: DatabaseResource, settings: Se
     return sent + pending
 
 
-def _failed_checks_sensor():
+def _alerts_go_to() -> str:
+    """Where this code location's alerts go, as its environment sets the channels (read as the
+    definitions load, as the sensors read it as they send)."""
+    return destinations(channels_from_settings(load_settings()))
+
+
+def _failed_checks_sensor(where: str):
     @sensor(
         name="alert_on_failed_checks",
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.STOPPED,
         description="Sends an alert for every failed asset check evaluation (once per check, source and run; "
-        "for every_source_indexed, once per set of failed sources until it passes again).",
+        f"for every_source_indexed, once per set of failed sources until it passes again). {where}",
     )
     def alert_on_failed_checks(context: SensorEvaluationContext, database: DatabaseResource):
         storage = context.instance.event_log_storage
@@ -335,7 +347,7 @@ def failed_by_blocking_checks(context: RunFailureSensorContext) -> bool:
     return bool(errors) and all(error is not None and error.cls_name == "DagsterAssetCheckFailedError" for error in errors)
 
 
-def _failed_runs_sensor():
+def _failed_runs_sensor(where: str):
     # Every code location: `lectio run` executes its runs in process, and a run gets its
     # code-location origin only once it has ended (pipelines.runners._execute), after its failure.
     @run_failure_sensor(
@@ -343,7 +355,7 @@ def _failed_runs_sensor():
         monitor_all_code_locations=True,
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.STOPPED,
-        description="Sends an alert for every failed run, naming the source and the failing step.",
+        description=f"Sends an alert for every failed run, naming the source and the failing step. {where}",
     )
     def alert_on_failed_runs(context: RunFailureSensorContext, database: DatabaseResource):
         # The tick says which run it handled (a run-failure sensor requests no runs, so Dagster's

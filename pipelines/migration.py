@@ -159,18 +159,19 @@ def build_migration_jobs(assets: list) -> list:
 
 
 def _versions_markdown(listed, reports, live, candidate, set_names) -> str:
-    """Every version's overall scores per query set, deltas against the live one in brackets."""
+    """The overall scores per query set of the live version, the candidate and every version scored
+    before, deltas against the live one in brackets; the ready versions never scored are named in
+    one line after the tables (a row of dashes each buried the two that mattered)."""
     live_scores = _scores_of(next((v for v in listed if v.version == live), None), reports)
+    ready = [v for v in listed if v.status == "ready"]
+    shown = [v for v in ready if v.version in (live, candidate) or _scores_of(v, reports)]
     lines = []
     for name in set_names:
         lines += [f"**{name}**", "", "| version | role | rows | " + " | ".join(_SHORT[m] for m in METRICS) + " | n |",
                   "|---|---|---:|" + "---:|" * (len(METRICS) + 1)]
-        for v in listed:
+        for v in shown:
             scores = _scores_of(v, reports).get(name)
-            if v.status != "ready":
-                continue
-            role = "live" if v.version == live else "candidate" if v.version == candidate else \
-                "stored" if scores else "not scored"
+            role = "live" if v.version == live else "candidate" if v.version == candidate else "stored"
             cells = []
             for metric in METRICS:
                 value = (scores or {}).get(metric)
@@ -184,6 +185,8 @@ def _versions_markdown(listed, reports, live, candidate, set_names) -> str:
             lines.append(f"| {v.version} | {role} | {v.rows or 0:,} | " + " | ".join(cells) +
                          f" | {(scores or {}).get('n', '–')} |")
         lines.append("")
+    if unscored := [v.version for v in ready if v.version not in {s.version for s in shown}]:
+        lines.append(f"Ready and never scored (a version is scored when a migration gates it): {', '.join(unscored)}.")
     return "\n".join(lines)
 
 

@@ -73,6 +73,13 @@ def monitor_started_run(instance: DagsterInstance, run_record, logger: logging.L
     run_monitoring.monitor_started_run(instance, None, run_record, logger)
 
 
+def sensor_daemon_pass_seconds() -> float:
+    """How often the sensor daemon comes round (its loop's least time; not configurable)."""
+    from dagster._daemon.sensor import MIN_INTERVAL_LOOP_TIME
+
+    return MIN_INTERVAL_LOOP_TIME
+
+
 def dev_command():
     """`dagster dev`'s click command (calling its callback emits the notices `lectio dev` filters)."""
     from dagster._cli import dev
