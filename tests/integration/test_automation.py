@@ -241,7 +241,7 @@ def test_a_killed_run_does_not_hold_its_batch_forever(instance, settings, monkey
 
 def test_an_untagged_run_is_indexed_once_no_ingest_is_in_progress(instance, tmp_path):
     """A run launched from the UI carries no batch tag: the index follows it all the same, once
-    no other ingest run is queued or running, with the failed ones as failed sources."""
+    no other ingest run is queued or running."""
     since = index_cursor(time.time())
     defs = build_definitions(_watched_corpus(tmp_path))
     ingest = defs.resolve_job_def(INGEST_JOB)
@@ -252,15 +252,18 @@ def test_an_untagged_run_is_indexed_once_no_ingest_is_in_progress(instance, tmp_
     waiting = _sensor_tick(defs, "index_after_batch", instance, since)
     assert not waiting.run_requests and waiting.skip_message == "waiting for 1 ingest run(s) to finish"
 
+    # The other run fails before any step of it ran (it changed nothing): it is no batch's, and the
+    # index follows the UI's run alone.
     instance.report_run_failed(instance.get_run_by_id(running.run_id))
     tick = _sensor_tick(defs, "index_after_batch", instance, since)
     (request,) = tick.run_requests
-    assert IndexConfig(**request.run_config["ops"]["search_index"]["config"]) == IndexConfig(failed_sources=["watch-guide"])
-    assert request.tags["lectio/after_runs"] == "2"
-    assert set(request.tags["lectio/after_batches"].split(",")) == {f"run-{running.run_id[:8]}", f"run-{ui_run.run_id[:8]}"}
+    assert IndexConfig(**request.run_config["ops"]["search_index"]["config"]) == IndexConfig()
+    assert request.tags["lectio/after_runs"] == "1"
+    assert request.tags["lectio/after_batches"] == f"run-{ui_run.run_id[:8]}"
     # Indexed once: the next tick, from the cursor this one left, asks for nothing.
     again = _sensor_tick(defs, "index_after_batch", instance, tick.cursor)
-    assert not again.run_requests and again.skip_message == "no ingest run finished since the last index"
+    assert not again.run_requests and again.skip_message == (
+        "1 ingest run(s) since the last index failed before any step ran, so nothing changed: no index asked for")
 
 
 def test_a_run_whose_requested_index_run_was_deleted_is_indexed_by_the_sensor(instance, tmp_path):
