@@ -73,7 +73,7 @@ def gate_request(instance) -> RunRequest | None:
     for a build of `lectio run`, which gates its own version in process."""
     (newest,) = instance.get_run_records(filters=RunsFilter(job_name=INDEX_JOB), limit=1) or (None,)
     build = newest.dagster_run if newest is not None else None
-    if build is None or AWAITS_GATE_TAG not in build.tags or build.tags.get(LAUNCHED_BY_TAG):
+    if build is None or AWAITS_GATE_TAG not in build.tags or build.tags.get(LAUNCHED_BY_TAG) in COMMANDS:
         return None
     after = RunsFilter(job_name=GATE_JOB, created_after=newest.create_timestamp)
     if build.status != DagsterRunStatus.SUCCESS or instance.get_run_records(filters=after, limit=1):
@@ -104,8 +104,10 @@ def request_index_now(context) -> str | None:
 def _request_index_now(context) -> str | None:
     instance, run = context.instance, context.run
     origin = run.remote_job_origin
-    if origin is None or run.tags.get(LAUNCHED_BY_TAG):
-        return None  # executed in process: `lectio run` and `lectio migrate` build their own index
+    if origin is None or run.tags.get(LAUNCHED_BY_TAG) in COMMANDS:
+        # executed in process: `lectio run` and `lectio migrate` build their own index (a re-execution of one of
+        # their runs from the UI, relabelled as it starts, is the daemon's like any other)
+        return None
     sensor = RemoteInstigatorOrigin(repository_origin=origin.repository_origin, instigator_name=INDEX_SENSOR)
     state = instance.get_instigator_state(sensor.get_id(), sensor.get_selector().get_id())
     if state is None or not state.is_running:
