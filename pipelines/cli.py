@@ -116,12 +116,14 @@ def _model_options(model: argparse.ArgumentParser) -> None:
     model.add_argument("--part", choices=["dev", "test", "all"], default="dev",
                        help="train, use: the part of each set the gate scores (default dev: defaults are chosen on it)")
     model.add_argument("--force", action="store_true", help="use: switch even if the gate refuses")
-    model.add_argument("--no-gate", action="store_true", help="train: train only; `lectio model use` gates later")
+    model.add_argument("--no-gate", action="store_true", help="train, rank: train only; `lectio model use` gates later")
     model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
     model.add_argument("--steps", type=int, help="train, adapt: training steps (default 600; adapt 400)")
     model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
     model.add_argument("--depth", type=int, default=100, help="rank: the first fused hits it orders again (default 100)")
     model.add_argument("--limit", type=int, help="rank: at most this many dev queries of each set (default: all)")
+    model.add_argument("--ranker", action="store_true",
+                       help="use: 'latest' or 'none' of the learned ranker (a ranker's own id says so itself)")
 
 
 def _search_options(search: argparse.ArgumentParser) -> None:

@@ -199,44 +199,56 @@ def rank_command(args) -> int:
     about = {"query_sets": {name: len(queries) for name, queries in sets.items()}, "part": "dev",
              "depth": args.depth, "index_version": live}
     trained = ranker.train(settings.home, pages, about)
-    _print(args, trained, describe_ranker(trained))
-    return 0
+    if args.no_gate:
+        _print(args, trained, describe_ranker(trained) + f"\ngate it: lectio model use {trained['id']}")
+        return 0
+    args.reranker = trained["id"]
+    return use_command(args, {"trained": trained}, describe_ranker(trained) + "\n")
 
 
 def describe_ranker(record: dict) -> str:
     lines = [f"ranker {record['id']}: {record['queries']} dev queries, {record['folds']}-fold cross-validated by "
-             "query (fused order -> learned order, 95 % paired interval):"]
-    for name, scores in record.get("cross_validated", {}).items():
-        shown = ", ".join(f"{m} {s['fused']} -> {s['learned']} {s['interval']}" for m, s in scores.items() if m != "n")
-        lines.append(f"  {name} (n={scores['n']}): {shown}")
-    lines.append(f"search with it: --set stages.learned_rank.model={record['id']}")
+             "query (fused order -> the trees' order, out of fold; 95 % paired interval):"]
+    for name, rows in ((record.get("cross_validated") or {}).get("metrics") or {}).items():
+        shown = ", ".join(f"{m} {row['live']} -> {row['candidate']} {row['ci95']}" for m, row in rows.items() if m != "n")
+        lines.append(f"  {name} (n={rows['n']['live']}): {shown}")
     return "\n".join(lines)
 
 
-def use_command(args, before: dict | None = None) -> int:
-    """Gate a reranker (or none) for this home's searches; exit 1 when the gate refuses."""
+def use_command(args, before: dict | None = None, said: str = "") -> int:
+    """Gate a reranker or a learned ranker (its id says which; `--ranker` for 'latest' or 'none'
+    of the learned ranker) for this home's searches; exit 1 when the gate refuses."""
     from lectio.evaluation.migration_gate import load_query_sets
     from lectio.evaluation.querysets import select_part
     from lectio.index import schema
     from lectio.index.database import ensure_database
     from lectio.settings import load_settings
-    from lectio.training.gate import gate
+    from lectio.training.gate import gate, gate_ranker
     from lectio.training.guard import QUERY_SETS
 
     if not args.reranker:
         raise ValueError("use needs a reranker: a trained id (lectio model show), 'latest' or 'none'")
     settings = load_settings()
+    if args.ranker or args.reranker.startswith("trees-"):
+        with ensure_database(settings).connect() as conn:
+            schema.ensure_schema(conn)
+            verdict = gate_ranker(conn, settings.home, None if args.reranker == "none" else args.reranker, args.force)
+        return _verdict(args, before, said, verdict)
     sets = load_query_sets(args.queries or sorted(QUERY_SETS.glob("*.jsonl")))
     sets = {name: select_part(queries, args.part) for name, queries in sets.items()}
     candidate = None if args.reranker == "none" else args.reranker
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
         verdict = gate(conn, settings.home, candidate, sets, force=args.force)
-    text = f"{verdict.decision}: {verdict.candidate or 'no reranker'} (was {verdict.before or 'none'}): {verdict.reason}"
+    return _verdict(args, before, said, verdict)
+
+
+def _verdict(args, before: dict | None, said: str, verdict) -> int:
+    text = f"{verdict.decision}: {verdict.candidate or 'none'} (was {verdict.before or 'none'}): {verdict.reason}"
     for name, rows in verdict.metrics.items():
         text += f"\n  {name}: " + ", ".join(f"{m} {rows[m]['live']} -> {rows[m]['candidate']}"
                                           for m in ("recall@20", "mrr", "ndcg@10", "budget_recall@1000"))
-    _print(args, (before or {}) | {"gate": verdict.to_json()}, text)
+    _print(args, (before or {}) | {"gate": verdict.to_json()}, said + text)
     return 1 if verdict.decision == "refuse" else 0
 
 

@@ -15,25 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from lectio.ranker.features import NAMES
+from lectio.registry.models import Registry
 
 RECORD = "ranker.json"
 TREES = "trees.txt"
 
 
-def models_dir(home: Path) -> Path:
-    return home / "models" / "rankers"
-
-
-def trained(home: Path) -> list[dict]:
-    """The records of the rankers trained in `home`, newest first (a record that does not parse is
-    left out: it names no model a search could use)."""
-    folder, records = models_dir(home), []
-    for path in sorted(folder.glob(f"*/{RECORD}")) if folder.is_dir() else ():
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    return sorted(records, key=lambda r: str(r.get("trained_at", "")), reverse=True)
+REGISTRY = Registry("rankers", RECORD, "ranker", "lectio model rank")
+models_dir, trained, find, active = REGISTRY.models_dir, REGISTRY.trained, REGISTRY.find, REGISTRY.active
 
 
 def store(home: Path, trees: str, record: dict) -> str:
@@ -46,21 +35,6 @@ def store(home: Path, trees: str, record: dict) -> str:
                "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (folder / RECORD).write_text(json.dumps(stamped, indent=2))
     return model_id
-
-
-def find(home: Path, model_id: str) -> Path:
-    """The folder of a trained ranker by id ("latest" for the newest); a ValueError naming what
-    there is otherwise."""
-    if model_id == "latest":
-        records = trained(home)
-        if not records:
-            raise ValueError(f"no ranker has been trained in {home} (lectio model rank)")
-        model_id = records[0]["id"]
-    folder = models_dir(home) / model_id
-    if "/" in model_id or model_id.startswith(".") or not (folder / TREES).is_file():
-        known = ", ".join(r["id"] for r in trained(home)) or "none"
-        raise ValueError(f"no trained ranker {model_id!r} in {home} (trained: {known})")
-    return folder
 
 
 @lru_cache(maxsize=4)

@@ -21,12 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
+from lectio.registry.models import ACTIVE, Registry
+
 RECORD = "reranker.json"
 log = logging.getLogger(__name__)
 
 
-def models_dir(home: Path) -> Path:
-    return home / "models" / "rerankers"
+REGISTRY = Registry("rerankers", RECORD, "reranker", "lectio model train")
+# The registry's, under the names the reranker's callers know.
+models_dir, trained, find = REGISTRY.models_dir, REGISTRY.trained, REGISTRY.find
+active, set_active = REGISTRY.active, REGISTRY.set_active
 
 
 def quiet_transformers() -> None:
@@ -35,27 +39,6 @@ def quiet_transformers() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-
-
-def trained(home: Path) -> list[dict]:
-    """The records of the rerankers trained in `home`, newest first."""
-    folder = models_dir(home)
-    records = [json.loads(path.read_text()) for path in folder.glob(f"*/{RECORD}")] if folder.is_dir() else []
-    return sorted(records, key=lambda r: r.get("trained_at", ""), reverse=True)
-
-
-def find(home: Path, model_id: str) -> Path:
-    """The folder of a trained reranker, by id; a ValueError naming what there is otherwise."""
-    if model_id == "latest":
-        records = trained(home)
-        if not records:
-            raise ValueError(f"no reranker has been trained in {home} (lectio model train)")
-        model_id = records[0]["id"]
-    folder = models_dir(home) / model_id
-    if not (folder / RECORD).is_file() or "/" in model_id:
-        known = ", ".join(r["id"] for r in trained(home)) or "none"
-        raise ValueError(f"no trained reranker {model_id!r} in {home} (trained: {known})")
-    return folder
 
 
 HEAD = "head.pt"
@@ -147,23 +130,3 @@ def precision(home: Path) -> str:
     record = backends.recorded(MODEL_NAME, release_of(MODEL_NAME), home) or {}
     speed = {name: found.get("texts_per_second") or 0 for name, found in (record.get("candidates") or {}).items()}
     return "bf16" if speed.get("torch/bf16", 0) > speed.get("torch/fp32", 0) > 0 else "fp32"
-
-
-ACTIVE = "ACTIVE.json"
-
-
-def active(home: Path) -> str | None:
-    """The reranker this home's searches use by default: the one its gate let in (lectio
-    .training.gate), None before any did or after it was turned off."""
-    try:
-        return json.loads((models_dir(home) / ACTIVE).read_text()).get("id")
-    except (OSError, ValueError):
-        return None
-
-
-def set_active(home: Path, evidence: dict) -> None:
-    """Written beside and moved in: a search never reads half a choice."""
-    from lectio.embedding.model_file import write_whole
-
-    models_dir(home).mkdir(parents=True, exist_ok=True)
-    write_whole(models_dir(home) / ACTIVE, json.dumps(evidence, indent=2) + "\n")

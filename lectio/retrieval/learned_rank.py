@@ -5,9 +5,9 @@ Fused ranking's signals), what the hit is, and the query's shape.
 Fusion weighs every list alike for every query; the ranker learns, from readers' own labelled
 questions and topics, when a verse both sides found matters more than the vector's first guess,
 or that a short question wants the verse a commentary names. Hybrid searches only: vector and
-lexical stay the plain baselines they are. Off (`model` "") it is not in the pipeline; `record`
-computes the features and moves nothing, as training reads them (lectio.ranker.features.recording).
-"""
+lexical stay the plain baselines they are. By default it reads the ranker the home's gate let in
+(none: it reads and moves nothing); `record` computes the features and moves nothing, as training
+reads them (lectio.ranker.features.recording)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ from lectio.settings import runtime_settings
 @dataclass(frozen=True)
 class LearnedRankSettings:
     """`model` names a ranker trained in the home (`lectio model rank`; "latest" for the newest),
-    "" for none. It orders the first `depth` fused hits again. `record` computes their features
-    for a training run to read, and orders nothing (lectio.training.ranker)."""
+    "active" for the one the home's gate let in (lectio.training.gate), "" for none. It orders the
+    first `depth` fused hits again. `record` computes their features for a training run to read,
+    and orders nothing (lectio.training.ranker)."""
 
-    model: str = ""
+    model: str = "active"
     depth: int = 100
     record: bool = False
 
@@ -43,6 +44,7 @@ class LearnedRank:
     head: int
     topic_words: int
     paragraph_words: int
+    record: bool
     modes: frozenset[str] = HYBRID_ONLY
     settings: ClassVar[tuple[Setting, ...]] = (Setting("learned_rank", LearnedRankSettings),)
 
@@ -51,24 +53,27 @@ class LearnedRank:
         settings = config.stages.learned_rank
         if not settings.depth or not (settings.model or settings.record):
             return None
-        return cls(settings.model, settings.depth, config.topics.words, config.paragraphs.words)
+        return cls(settings.model, settings.depth, config.topics.words, config.paragraphs.words, settings.record)
 
     def depth(self, k: int) -> int:
-        return max(k, self.head)
+        # Without a ranker to read them, the stage reads no more hits than the page: a home whose
+        # gate let none in ranks exactly as it did before there were any.
+        return max(k, self.head) if self.record or _chosen(self.model) else k
 
     def apply(self, hits: list[Hit], ctx: Context) -> list[Hit]:
-        if ctx.signals is None:  # a ranking of parents: no retriever listed them
+        chosen = _chosen(self.model)
+        if ctx.signals is None or not (chosen or self.record):  # no ranker; or parents, no list's hits
             return hits
         recorder = features.recorder()
         head = hits[:self.head]
         rows = features.matrix(self._query(ctx.query), _hit_facts(head, ctx))
         if recorder is not None:
             recorder.append((rows, head))
-        if not self.model:
+        if not chosen:
             return hits
         from lectio.ranker import model
 
-        scores = model.scores(model.find(runtime_settings().home, self.model), rows)
+        scores = model.scores(model.find(runtime_settings().home, chosen), rows)
         order = sorted(range(len(head)), key=lambda i: -scores[i])
         return [replace(head[i], score=float(scores[i])) for i in order] + hits[self.head:]
 
@@ -76,6 +81,16 @@ class LearnedRank:
         return features.QueryFacts(len(shape.content_words(query)), shape.asks(query),
                                    shape.query_shape(query, self.topic_words) == shape.TOPIC,
                                    shape.is_paragraph(query, self.paragraph_words))
+
+
+def _chosen(model: str) -> str | None:
+    """The ranker a setting names ("" none); "active" is read from the home at each search, so a
+    gated change reaches a running service without a restart."""
+    if model != "active":
+        return model or None
+    from lectio.ranker.model import active
+
+    return active(runtime_settings().home)
 
 
 def _hit_facts(hits: list[Hit], ctx: Context) -> list[features.HitFacts]:

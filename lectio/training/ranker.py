@@ -16,13 +16,14 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from lectio.evaluation.metrics import LabelledQuery, score_query
-from lectio.evaluation.paired import paired_interval
+from lectio.evaluation.metrics import METRICS, LabelledQuery, score_query
+from lectio.evaluation.migration_gate import MODEL_TOLERANCES, compare
 from lectio.evaluation.querysets import Query
 from lectio.ranker import features, model
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import DEFAULT_PRINCIPALS, MAX_QUERY_CHARS, SearchRequest, search
+from lectio.training.gate import gains
 
 SEED = 20261207
 FOLDS = 5
@@ -95,29 +96,27 @@ def fit(pages: Sequence[Page], rounds: int = ROUNDS):
     return lightgbm.train(PARAMS, data, num_boost_round=rounds)
 
 
-def cross_validated(pages: Sequence[Page], folds: int = FOLDS, rounds: int = ROUNDS) -> dict:
-    """Per set, the fused order's scores against the trees' (each page ordered by trees that never
-    saw its query), with the paired interval of each change."""
+def cross_validated(pages: Sequence[Page], folds: int = FOLDS, rounds: int = ROUNDS) -> tuple[dict, dict]:
+    """Per set, the reports (as lectio.evaluation.metrics.evaluate gives them) of the fused order
+    and of the trees' order, each page ordered by trees that never saw its query."""
     fused, learned = {}, {}
     for fold in range(folds):
         held = [page for page in pages if fold_of(page.query.id, folds) == fold]
         trees = fit([page for page in pages if fold_of(page.query.id, folds) != fold], rounds)
         for page in held:
             order = np.argsort(-trees.predict(page.rows, num_threads=1), kind="stable")
-            fused[page.query.id] = (page.query_set, _scored(page.query, page.hits))
-            learned[page.query.id] = (page.query_set, _scored(page.query, [page.hits[i] for i in order]))
-    return {name: _compared(name, fused, learned) for name in sorted({s for s, _ in fused.values()})}
+            fused.setdefault(page.query_set, []).append(_scored(page.query, page.hits))
+            learned.setdefault(page.query_set, []).append(_scored(page.query, [page.hits[i] for i in order]))
+    return {name: _report(rows) for name, rows in fused.items()}, {name: _report(rows) for name, rows in learned.items()}
 
 
 def _scored(query: LabelledQuery, hits: list) -> dict:
-    return {"id": query.id, **score_query(query, hits, 20)}
+    return {"id": query.id, "query": query.query, **score_query(query, hits, 20), "top": [list(hit.refs or ())[:3] for hit in hits[:5]]}
 
 
-def _compared(name: str, fused: dict, learned: dict) -> dict:
-    before = [row for s, row in fused.values() if s == name]
-    after = [row for s, row in learned.values() if s == name]
-    return {"n": len(before), **{metric: {"fused": _mean(before, metric), "learned": _mean(after, metric),
-                                          "interval": paired_interval(before, after, metric)} for metric in SHOWN}}
+def _report(rows: list[dict]) -> dict:
+    overall = {metric: _mean(rows, metric) for metric in METRICS}
+    return {"overall": overall | {"n": len(rows)}, "queries": rows}
 
 
 def _mean(rows: list[dict], metric: str) -> float | None:
@@ -125,12 +124,26 @@ def _mean(rows: list[dict], metric: str) -> float | None:
     return round(float(np.mean(values)), 4) if values else None
 
 
+def verdict(fused: dict, learned: dict) -> dict:
+    """The gate's rule for a model (lectio.training.gate) on the out-of-fold reports: no guarded
+    metric of any set drops beyond noise, and one gains beyond it somewhere."""
+    table, differences, violations = compare(fused, learned, MODEL_TOLERANCES)
+    gained = gains(table, MODEL_TOLERANCES)
+    if not gained:
+        violations.append("no guarded metric gained beyond noise on any set")
+    reason = "; ".join(violations) or f"no guarded metric lost beyond noise; gained beyond it: {', '.join(gained)}"
+    return {"decision": "refuse" if violations else "switch", "reason": reason,
+            "metrics": {name: {m: row for m, row in rows.items() if m in (*SHOWN, "n")} for name, rows in table.items()},
+            "differences": differences[:20]}
+
+
 def train(home: Path, pages: Sequence[Page], about: dict, folds: int = FOLDS, rounds: int = ROUNDS) -> dict:
-    """Cross-validates, trains on every page and stores the trees; the stored record."""
-    scores = cross_validated(pages, folds, rounds) if folds > 1 else {}
+    """Cross-validates (the gate's verdict on the out-of-fold orders kept with the record: lectio
+    .training.gate reads it), trains on every page and stores the trees; the stored record."""
+    judged = verdict(*cross_validated(pages, folds, rounds)) if folds > 1 else None
     trees = fit(pages, rounds)
     record = {**about, "queries": len(pages), "folds": folds, "rounds": rounds, "params": PARAMS,
-              "cross_validated": scores}
+              "cross_validated": judged}
     model_id = model.store(home, trees.model_to_string(), record)
     return {**record, "id": model_id}
 

@@ -73,7 +73,8 @@ def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, versi
     record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     again = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     assert record["id"] == again["id"] and record["id"].startswith("trees-")  # seeded: the same trees
-    assert set(record["cross_validated"]["readers"]) >= {"n", "recall@20", "mrr"}
+    judged = record["cross_validated"]
+    assert judged["decision"] in ("switch", "refuse") and set(judged["metrics"]["readers"]) >= {"n", "recall@20", "mrr"}
     assert model.find(settings.home, "latest").name == record["id"]
     # Only the ranker moves hits: the page is its order of the fused head.
     on = SearchConfig.from_options([f"stages.learned_rank.model={record['id']}", "stages.learned_rank.depth=30"],
@@ -104,3 +105,33 @@ def test_a_ranker_on_other_features_or_none_by_that_name_is_refused(pages, versi
             on = SearchConfig().with_settings({"stages.learned_rank.model": name})
             with pytest.raises(ValueError, match=said):
                 search(conn, SearchRequest("the Lord is my shepherd", version=version, config=on))
+
+
+def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdict(pages, main_run, database, settings):
+    from lectio.ranker.model import REGISTRY
+    from lectio.registry.models import ACTIVE
+    from lectio.training.gate import gate_ranker
+
+    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    query = "do not worry about anything but pray with thanksgiving"
+    try:
+        with database.connect() as conn:
+            plain = search(conn, SearchRequest(query, k=5))
+            verdict = gate_ranker(conn, settings.home, record["id"])
+            assert verdict.decision == record["cross_validated"]["decision"]
+            assert verdict.reason == record["cross_validated"]["reason"]
+            if verdict.decision == "refuse":  # eight queries rarely show a gain beyond noise
+                assert REGISTRY.active(settings.home) is None
+                assert [r.chunk_id for r in search(conn, SearchRequest(query, k=5)).results] == \
+                    [r.chunk_id for r in plain.results]
+                verdict = gate_ranker(conn, settings.home, record["id"], force=True)
+            assert verdict.decision == "switch" and REGISTRY.active(settings.home) == record["id"]
+            # The default search now reads that ranker: the same page as naming it.
+            by_default = search(conn, SearchRequest(query, k=5))
+            named = search(conn, SearchRequest(query, k=5, config=SearchConfig().with_settings(
+                {"stages.learned_rank.model": record["id"]})))
+            assert [r.chunk_id for r in by_default.results] == [r.chunk_id for r in named.results]
+            assert gate_ranker(conn, settings.home, None).decision == "switch"
+            assert REGISTRY.active(settings.home) is None
+    finally:
+        (REGISTRY.models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)

@@ -12,7 +12,7 @@ LAYERS = ("lectio", "pipelines", "assets", "resources")
 DAGSTER_LAYER = ("dagster", "pipelines", "assets", "resources")
 # The domain's stage packages, lowest first: a package may import only those before it.
 STAGES = ("settings", "sources", "alerts", "bible", "readers", "embedding", "rulesets", "quality",
-          "index", "reranker", "ranker", "retrieval", "evaluation", "training", "serving")
+          "index", "registry", "reranker", "ranker", "retrieval", "evaluation", "training", "serving")
 # Every folder of the project's own Python: the rules on imports and parameters hold in all of it.
 PYTHON_FOLDERS = LAYERS + ("benchmarks", "tests")
 # A function longer than this no longer reads as one step; functions defined inside it (a

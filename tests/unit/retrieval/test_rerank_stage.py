@@ -1,4 +1,5 @@
-"""The rerank stage's place and its fusion with the fused order: first of the hybrid's stages,
+"""The rerank stage's place and its fusion with the fused order: first of the hybrid's stages
+after the learned ranker (which reads what each retriever said of the fused order),
 reading the home's gated reranker by default (none: it reads and changes nothing), and a hit both
 orders put first stays first."""
 
@@ -18,12 +19,12 @@ def names(config: SearchConfig) -> list[str]:
 def test_the_reranker_runs_first_in_hybrids_only_and_reads_no_deeper_without_a_model(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTIO_HOME", str(tmp_path))  # a home whose gate let no reranker in
     default = stages.build(SearchConfig())
-    assert names(SearchConfig())[0] == "Rerank" and default[0].model == "active"
+    assert names(SearchConfig())[:2] == ["LearnedRank", "Rerank"] and default[1].model == "active"
     assert stages.pool_depth(default, 5) == 20  # what the long-passage stages read (k * 4), not the reranker's 20
     assert stages.pool_depth(stages.build(SearchConfig.from_options(["stages.rerank.depth=50"])), 5) == 20
     assert "Rerank" not in names(SearchConfig.from_options(["stages.rerank.model="]))
     on = SearchConfig.from_options(["stages.rerank.model=latest", "stages.rerank.depth=30"])
-    assert names(on)[0] == "Rerank" and names(on)[1:] == names(SearchConfig())[1:]
+    assert names(on) == names(SearchConfig())
     assert stages.pool_depth(stages.build(on), 5) == 30
     for mode in ("vector", "lexical"):
         assert "Rerank" not in names(SearchConfig.from_options(["stages.rerank.model=latest"], mode=mode))

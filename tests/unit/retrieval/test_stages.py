@@ -15,11 +15,11 @@ def names(config: SearchConfig) -> list[str]:
 
 
 def test_the_hybrid_runs_every_stage_it_turns_on_in_the_declared_order():
-    assert names(SearchConfig()) == ["Rerank", "QueryShare", "LongPassageParts", "CollapseCovered", "SpreadSources",
-                                     "Truncate", "PackPage"]
+    assert names(SearchConfig()) == ["LearnedRank", "Rerank", "QueryShare", "LongPassageParts", "CollapseCovered",
+                                     "SpreadSources", "Truncate", "PackPage"]
     diverse = SearchConfig.from_options(mmr_lambda=0.5, pack_page=False)
-    assert names(diverse) == ["Rerank", "QueryShare", "LongPassageParts", "CollapseCovered", "SpreadSources", "Mmr",
-                              "Truncate", "PackPage"]
+    assert names(diverse) == ["LearnedRank", "Rerank", "QueryShare", "LongPassageParts", "CollapseCovered",
+                              "SpreadSources", "Mmr", "Truncate", "PackPage"]
     assert not stages.build(diverse)[-1].pack  # only hits longer than the page follow
     assert stages.build(SearchConfig()) is stages.build(SearchConfig())  # built once per configuration
 
@@ -33,7 +33,8 @@ def test_the_baselines_keep_only_the_stages_every_mode_serves():
 
 def test_the_pool_is_as_deep_as_the_deepest_stage_looks():
     # The part of a long passage is looked for below the first k, with nothing else reranking.
-    parts_only = SearchConfig.from_options(["stages.rerank.model="], collapse_covered=False, per_source=None,
+    parts_only = SearchConfig.from_options(["stages.rerank.model=", "stages.learned_rank.model="],
+                                           collapse_covered=False, per_source=None,
                                            query_share_weight=0)
     assert names(parts_only) == ["LongPassageParts", "Truncate", "PackPage"]
     assert stages.pool_depth(stages.build(parts_only), 5) == 20

@@ -1,0 +1,63 @@
+"""The registry of one kind of trained model in a home: models/<folder>/<id>/ holds a model and
+the record of what made it (its id among it), and models/<folder>/ACTIVE.json the one the home's
+gate let into its searches. Every kind (the cross-encoder reranker, the learned ranker) is found,
+listed and switched the same way, so the CLI, the gate and the stages read them alike."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+ACTIVE = "ACTIVE.json"
+
+
+@dataclass(frozen=True)
+class Registry:
+    folder: str  # under the home's models/
+    record: str  # the record's file name in each model's folder
+    what: str  # what a message calls one ("reranker")
+    trains: str  # the command that trains one
+
+    def models_dir(self, home: Path) -> Path:
+        return home / "models" / self.folder
+
+    def trained(self, home: Path) -> list[dict]:
+        """The records of the models trained in `home`, newest first (a record that does not
+        parse names no model a search could use, and is left out)."""
+        folder, records = self.models_dir(home), []
+        for path in sorted(folder.glob(f"*/{self.record}")) if folder.is_dir() else ():
+            try:
+                records.append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        return sorted(records, key=lambda r: str(r.get("trained_at", "")), reverse=True)
+
+    def find(self, home: Path, model_id: str) -> Path:
+        """The folder of a trained model by id ("latest" for the newest); a ValueError naming
+        what there is otherwise."""
+        if model_id == "latest":
+            records = self.trained(home)
+            if not records:
+                raise ValueError(f"no {self.what} has been trained in {home} ({self.trains})")
+            model_id = records[0]["id"]
+        folder = self.models_dir(home) / model_id
+        if "/" in model_id or model_id.startswith(".") or not (folder / self.record).is_file():
+            known = ", ".join(r["id"] for r in self.trained(home)) or "none"
+            raise ValueError(f"no trained {self.what} {model_id!r} in {home} (trained: {known})")
+        return folder
+
+    def active(self, home: Path) -> str | None:
+        """The model this home's searches use by default: the one its gate let in (lectio
+        .training.gate), None before any did or after it was turned off."""
+        try:
+            return json.loads((self.models_dir(home) / ACTIVE).read_text()).get("id")
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def set_active(self, home: Path, evidence: dict) -> None:
+        """Written beside and moved in: a search never reads half a choice."""
+        from lectio.embedding.model_file import write_whole
+
+        self.models_dir(home).mkdir(parents=True, exist_ok=True)
+        write_whole(self.models_dir(home) / ACTIVE, json.dumps(evidence, indent=2) + "\n")
