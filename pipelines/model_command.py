@@ -188,7 +188,8 @@ def rank_command(args) -> int:
             args.limit is not None and bounds.problem("k", "int", args.limit, "--limit")):
         raise ValueError(problem)
     settings = load_settings()
-    sets = load_query_sets(args.queries or sorted(QUERY_SETS.glob("*.jsonl")))
+    sets = load_query_sets(args.queries or [path for path in sorted(QUERY_SETS.glob("*.jsonl"))
+                                             if path.stem not in ranker.NOT_LEARNED_FROM])
     sets = {name: select_part(queries, "dev")[:args.limit] for name, queries in sets.items()}
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)

@@ -69,18 +69,23 @@ def test_a_recorded_page_is_what_the_caller_may_read_with_a_row_of_features_per_
     assert sum(page.labels.sum() for page in pages) >= len(QUERIES) // 2
 
 
-def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, version, database, settings):
+def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, version, database, settings, monkeypatch):
     record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     again = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     assert record["id"] == again["id"] and record["id"].startswith("trees-")  # seeded: the same trees
     judged = record["cross_validated"]
     assert judged["decision"] in ("switch", "refuse") and set(judged["metrics"]["readers"]) >= {"n", "recall@20", "mrr"}
     assert model.find(settings.home, "latest").name == record["id"]
-    # Only the ranker moves hits: the page is its order of the fused head.
-    on = SearchConfig.from_options([f"stages.learned_rank.model={record['id']}", "stages.learned_rank.depth=30"],
+    # Only the ranker moves hits, and the trees weigh a hundred times the fused order: the page is
+    # the first ten of the trees' order of the fused head (the fusion of the two orders gives way to
+    # the trees' at that weight wherever a rank among the first ten is at stake).
+    monkeypatch.setitem(ranker.PARAMS, "min_data_in_leaf", 5)  # eight queries' hits: leaves of a hundred never split
+    deep = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
+    on = SearchConfig.from_options([f"stages.learned_rank.model={deep['id']}", "stages.learned_rank.depth=30",
+                                    "stages.learned_rank.weight=100"],
                                    query_share_weight=0, collapse_covered=False, per_source=None,
                                    long_passage_tokens=0, pack_page=False)
-    folder = model.find(settings.home, record["id"])
+    folder = model.find(settings.home, deep["id"])
     with database.connect() as conn:
         for principals in (("public",), ("user:alice",)):
             request = SearchRequest(QUERIES[0].query, k=10, version=version, config=on, principals=principals)
@@ -88,6 +93,7 @@ def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, versi
                 results = search(conn, request).results
             rows, head = seen[-1]
             trees = model.scores(folder, rows)
+            assert len(set(trees.round(9))) > 1  # the trees tell the hits apart
             expected = [head[i].chunk_id for i in np.argsort(-trees, kind="stable")][:10]
             assert [r.chunk_id for r in results] == expected
             assert ("alice-notes" in {hit.source_id for hit in head}) == (principals == ("user:alice",))
