@@ -23,13 +23,15 @@ def model_command(args) -> int:
     # Showing only reads: a home with no record, or one that does not parse, is said so, not
     # measured (a measurement takes minutes; `measure` and the next run that needs one do it).
     record = before if args.action == "show" else backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=True)
-    rerankers, embedders = trained_rerankers(), adapted_embedders()
+    rerankers, embedders, rankers = trained_rerankers(), adapted_embedders(), trained_rankers()
     if args.json:
         shown = record or {"recorded": None, "why": _unrecorded()}
-        print(json.dumps(shown | {"rerankers": rerankers, "adapted_embedders": embedders}, indent=2, default=str))
+        print(json.dumps(shown | {"rerankers": rerankers, "adapted_embedders": embedders, "rankers": rankers},
+                         indent=2, default=str))
         return 0
     print(describe(record) if record else _unrecorded())
     print(describe_rerankers(rerankers))
+    print(describe_rankers(rankers))
     print(describe_embedders(embedders))
     if before and (before["backend"], before.get("precision", "fp32")) != (record["backend"], record["precision"]):
         print(f"the new choice gives other vectors than the {before['backend']}/{before.get('precision', 'fp32')} "
@@ -93,6 +95,27 @@ def describe_rerankers(records: list[dict]) -> str:
         lines.append(f"  {r['id']}: {r['recipe']['layers']} layers, {r['recipe']['steps']} steps on {r['train_pairs']:,} "
                      f"pairs (pairs {r['pairs']}, seed {r['seed']}, {r['precision']}); validation MRR "
                      f"{best.get('mrr', '-')} at step {best.get('step', '-')}; {r['seconds']:.0f} s on {r['cpu']}")
+    return "\n".join(lines)
+
+
+def trained_rankers() -> list[dict]:
+    from lectio.ranker.model import REGISTRY
+    from lectio.settings import load_settings
+
+    home = load_settings().home
+    active = REGISTRY.active(home)
+    return [record | {"active": record.get("id") == active} for record in REGISTRY.trained(home)]
+
+
+def describe_rankers(records: list[dict]) -> str:
+    if not records:
+        return "learned rankers: none trained (lectio model rank)"
+    lines = ["learned rankers (newest first; * the one the gate let in):"]
+    for r in records:
+        judged = r.get("cross_validated") or {}
+        lines.append(f"{'*' if r.get('active') else ' '} {r.get('id')}: {r.get('queries')} dev queries of "
+                     f"{', '.join(r.get('query_sets') or {})}; out of fold: {judged.get('decision', '-')}, "
+                     f"{judged.get('reason', 'not cross-validated')}")
     return "\n".join(lines)
 
 

@@ -117,6 +117,7 @@ def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdi
     from lectio.ranker.model import REGISTRY
     from lectio.registry.models import ACTIVE
     from lectio.training.gate import gate_ranker
+    from pipelines.model_command import describe_rankers, trained_rankers
 
     record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     query = "do not worry about anything but pray with thanksgiving"
@@ -132,6 +133,7 @@ def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdi
                     [r.chunk_id for r in plain.results]
                 verdict = gate_ranker(conn, settings.home, record["id"], force=True)
             assert verdict.decision == "switch" and REGISTRY.active(settings.home) == record["id"]
+            assert f"* {record['id']}:" in describe_rankers(trained_rankers())  # what `lectio model show` lists
             # The default search now reads that ranker: the same page as naming it.
             by_default = search(conn, SearchRequest(query, k=5))
             named = search(conn, SearchRequest(query, k=5, config=SearchConfig().with_settings(
