@@ -112,6 +112,10 @@ class ParagraphSettings:
     # A paragraph's first page is the passage it comments on and its own neighbours: feedback toward
     # them cost the long passages' dev recall@20 .845 -> .553 (feedback.weight 1).
     feedback_weight: float = 0.0
+    # The learned ranker learned from questions, topics and quotations: on the long passages' dev
+    # part, which it never saw, it cost MRR .492 -> .444 and budget recall .491 -> .430 (both
+    # beyond noise), so a paragraph's page is the fused order's unless this is on.
+    learned_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,9 +321,11 @@ class SearchConfig:
     def for_paragraphs(self) -> SearchConfig:
         """This configuration as a paragraph-length query is ranked under (ParagraphSettings)."""
         paragraphs = self.paragraphs
+        learned = self.stages.learned_rank.model if paragraphs.learned_rank else ""
         return self.with_settings({"stages.long_passages.tokens": paragraphs.long_passage_tokens,
                                    "fusion.prominence_weight": paragraphs.prominence_weight,
-                                   "feedback.weight": paragraphs.feedback_weight})
+                                   "feedback.weight": paragraphs.feedback_weight,
+                                   "stages.learned_rank.model": learned})
 
 
 @lru_cache(maxsize=None)

@@ -60,7 +60,11 @@ def test_a_paragraph_keeps_whole_passages_under_its_own_prior_weight():
     assert paragraph.fusion.prominence_weight == SearchConfig().paragraphs.prominence_weight
     # Its own knobs, as any setting: `--set paragraphs.long_passage_tokens=1000` keeps the stages.
     kept = SearchConfig.from_options(["paragraphs.long_passage_tokens=1000"]).for_paragraphs()
-    assert names(kept) == names(SearchConfig())
+    assert names(kept) == [name for name in names(SearchConfig()) if name != "LearnedRank"]
+    # The learned ranker never learned from a paragraph: its page is the fused order's unless asked.
+    assert "LearnedRank" not in names(paragraph)
+    ranked = SearchConfig.from_options(["paragraphs.learned_rank=true", "paragraphs.long_passage_tokens=1000"])
+    assert names(ranked.for_paragraphs()) == names(SearchConfig())
 
 
 def test_each_stage_owns_its_settings_and_the_pipeline_gathers_them():
