@@ -220,14 +220,38 @@ def rank_command(args) -> int:
         with tqdm(total=sum(map(len, sets.values())), desc="recording the dev queries' pages", unit="query",
                   disable=args.json) as bar:
             pages = ranker.record(conn, sets, args.depth, progress=bar.update)
-    about = {"query_sets": {name: len(queries) for name, queries in sets.items()}, "part": "dev",
-             "depth": args.depth, "index_version": live}
-    trained = ranker.train(settings.home, pages, about)
+        about = {"query_sets": {name: len(queries) for name, queries in sets.items()}, "part": "dev",
+                 "depth": args.depth, "index_version": live}
+        trained = ranker.train(settings.home, pages, about, unseen=_unseen(conn, args))
     if args.no_gate:
         _print(args, trained, describe_ranker(trained) + f"\ngate it: lectio model use {trained['id']}")
         return 0
     args.reranker = trained["id"]
     return use_command(args, {"trained": trained}, describe_ranker(trained) + "\n")
+
+
+def _unseen(conn, args):
+    """The dev parts of the project's sets the ranker does not learn from (a query of 30 words or
+    more reads the paragraph settings), scored as searched without and with it: out of its
+    sample whole, so the gate sees what it does to the shapes it never learned."""
+    from lectio.evaluation.metrics import evaluate_index
+    from lectio.evaluation.migration_gate import load_query_sets
+    from lectio.evaluation.querysets import select_part
+    from lectio.retrieval.config import SearchConfig
+    from lectio.training import ranker
+    from lectio.training.guard import QUERY_SETS
+
+    if args.queries:
+        return None
+    sets = load_query_sets([QUERY_SETS / f"{name}.jsonl" for name in ranker.NOT_LEARNED_FROM])
+    sets = {name: select_part(queries, "dev")[:args.limit] for name, queries in sets.items()}
+
+    def scored(model_id: str) -> tuple[dict, dict]:
+        configs = [SearchConfig().with_settings({"stages.learned_rank.model": model}) for model in ("", model_id)]
+        return tuple({name: evaluate_index(conn, queries, config=config) for name, queries in sets.items()}
+                     for config in configs)
+
+    return scored
 
 
 def describe_ranker(record: dict) -> str:

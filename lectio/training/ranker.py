@@ -156,13 +156,19 @@ def verdict(fused: dict, learned: dict) -> dict:
             "differences": differences[:20]}
 
 
-def train(home: Path, pages: Sequence[Page], about: dict, folds: int = FOLDS, rounds: int = ROUNDS) -> dict:
-    """Cross-validates (the gate's verdict on the out-of-fold orders kept with the record: lectio
-    .training.gate reads it), trains on every page and stores the trees; the stored record."""
-    judged = verdict(*cross_validated(pages, folds, rounds)) if folds > 1 else None
+def train(home: Path, pages: Sequence[Page], about: dict, folds: int = FOLDS, rounds: int = ROUNDS,
+          unseen: Callable[[str], tuple[dict, dict]] | None = None) -> dict:
+    """Cross-validates, trains on every page and stores the trees with the gate's verdict (lectio
+    .training.gate reads it): on the out-of-fold orders of the sets learned from, and, where
+    `unseen` is given, on the sets it did not learn from, as `unseen(trees' id)` scores them
+    (their reports without the trees and with them, by set: out of sample whole). The stored record."""
+    fused, learned = cross_validated(pages, folds, rounds) if folds > 1 else ({}, {})
     trees = fit(pages, rounds)
-    record = {**about, "queries": len(pages), "folds": folds, "rounds": rounds, "params": PARAMS,
-              "cross_validated": judged}
+    record = {**about, "queries": len(pages), "folds": folds, "rounds": rounds, "params": PARAMS}
     model_id = model.store(home, trees.model_to_string(), record)
-    return {**record, "id": model_id}
-
+    if unseen is not None:
+        without, with_trees = unseen(model_id)
+        fused, learned = fused | without, learned | with_trees
+    judged = verdict(fused, learned) if fused else None
+    model.store(home, trees.model_to_string(), record | {"cross_validated": judged})
+    return {**record, "cross_validated": judged, "id": model_id}

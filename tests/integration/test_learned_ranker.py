@@ -143,3 +143,23 @@ def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdi
             assert REGISTRY.active(settings.home) is None
     finally:
         (REGISTRY.models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)
+
+
+def test_the_verdict_also_hears_the_sets_it_did_not_learn_from(pages, version, database, settings):
+    from lectio.evaluation.metrics import evaluate_index
+
+    unseen_set = [Query("I will lift up my eyes to the hills", "u1", relevant=("psa_23_1",)),
+                  Query("the peace of God which surpasses all understanding", "u2", relevant=("rom_8_28",))]
+    asked = []
+
+    def unseen(model_id: str):
+        asked.append(model_id)
+        with database.connect() as conn:
+            return tuple({"unseen": evaluate_index(conn, unseen_set, version=version, config=SearchConfig().with_settings(
+                {"stages.learned_rank.model": model}))} for model in ("", model_id))
+
+    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5, unseen=unseen)
+    assert asked == [record["id"]]
+    assert set(record["cross_validated"]["metrics"]) == {"readers", "unseen"}
+    stored = json.loads((model.find(settings.home, record["id"]) / model.RECORD).read_text())
+    assert stored["cross_validated"] == json.loads(json.dumps(record["cross_validated"]))
