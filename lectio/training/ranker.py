@@ -1,9 +1,9 @@
 """Training the learned ranker (lectio.ranker) on the labelled query sets' dev parts.
 
 Each dev query is searched as a caller searches it (its principals, its filters, the defaults),
-with the learned-rank stage recording the features of the first `depth` fused hits; a hit is
-relevant where it covers a labelled verse. The labels are read only here, as targets: no feature
-says which verses they name. The trees are cross-validated by query (a query's hits never sit in
+with the learned-rank stage recording the features of the first `depth` fused hits; each hit is
+graded by the share of its verses the labels name (Page.labels). The labels are read only here, as
+targets: no feature says which verses they name. The trees are cross-validated by query (a query's hits never sit in
 the fold that scores them), so every figure the record keeps is out of sample; then trained on
 every recorded query and stored in the home under their fingerprint."""
 
@@ -71,7 +71,9 @@ def record(conn, query_sets: Mapping[str, Sequence[Query]], depth: int, version:
            progress: Callable[[int], None] = lambda done: None) -> list[Page]:
     """Every labelled query of `query_sets` searched in `version` (the live one when None) with its
     page's features recorded."""
-    config = SearchConfig().with_settings({"stages.learned_rank.record": True, "stages.learned_rank.depth": depth})
+    # In fused order, whatever ranker the home's gate let in: the trees learn to order what fusion gives.
+    config = SearchConfig().with_settings({"stages.learned_rank.record": True, "stages.learned_rank.depth": depth,
+                                           "stages.learned_rank.model": ""})
     pages = []
     for name, queries in query_sets.items():
         for query in queries:
