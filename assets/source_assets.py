@@ -249,6 +249,6 @@ def build_source_assets(partitions_def: PartitionsDefinition) -> list:
         yield Output(chunks[["chunk_id", "content_hash"]].assign(model_id=embedder.model_id), metadata=metadata)
         yield vectors_check(database, chunks["content_hash"], embedder.model_id, context.partition_key)
         # Stored: the batch's index may be asked for now, where this run ends its batch.
-        index_requests(context)
+        index_requests(context, database)
 
     return [source_inputs, raw_texts, parsed_structure, chunks, embeddings]

@@ -199,11 +199,11 @@ def _index_after_batch_sensor(index_job, migrate_job, gate_job):
         f"s, on every pass of the sensor daemon (the Frequency shown, ~{INDEX_SENSOR_INTERVAL} sec, is the least "
         "time between two ticks, set under the daemon's pass so that no pass is skipped).",
     )
-    def index_after_batch(context: SensorEvaluationContext):
+    def index_after_batch(context: SensorEvaluationContext, database: DatabaseResource):
         # A rule change is switched in by the gate alone (lectio.index.build): its version first.
         if gate := batches.gate_request(context.instance):
             return SensorResult(run_requests=[gate])
-        decision = batches.batch_index(context.instance, context.cursor)
+        decision = batches.batch_index(context.instance, context.cursor, lambda: batches.writer_held(database))
         if isinstance(decision, str):
             return SkipReason(decision)
         request, cursor = decision

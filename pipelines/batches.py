@@ -15,6 +15,7 @@ import hashlib
 import json
 import time
 from datetime import datetime, timezone
+from typing import Callable
 
 from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, RunRequest, RunsFilter
 
@@ -23,6 +24,7 @@ from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, COMMANDS, GATE_JOB, INDEX_
                           INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG, STAGE_TAG)
 from assets.source_assets import entry_failure
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
+from lectio.index import locks
 from pipelines.dagster_internals import (REPOSITORY_LABEL_TAG, BulkActionsFilter, BulkActionStatus, JobPythonOrigin,
                                          RemoteInstigatorOrigin, RemoteJobOrigin)
 from pipelines.run_owners import OWNER_PID_TAG, executed_by_live_process
@@ -40,10 +42,12 @@ INGEST_KEYS = {AssetKey(name) for name in INGEST_ASSETS}
 STALE_RUN_SECONDS = 4 * 3600
 
 
-def batch_index(instance, cursor: str | None, ending=None) -> tuple[RunRequest, str] | str:
+def batch_index(instance, cursor: str | None, writer_held: Callable[[], bool], ending=None) -> tuple[RunRequest, str] | str:
     """The index run the batch asks for now, with the sensor's next cursor; or, in words, why
-    none. `ending`: the ingest run that asks as its last step ends (still STARTED; it succeeded)."""
-    if command := _command_in_progress(instance):
+    none. `writer_held`: whether the database's writer lock is held now (asked only where a
+    command's run is the newest). `ending`: the ingest run that asks as its last step ends (still
+    STARTED; it succeeded)."""
+    if command := _command_in_progress(instance, writer_held):
         return f"{command} is running and builds its own index: its runs are not a batch"
     # Nothing while a source is still being ingested: the index would miss it, and a backfill
     # still launching its runs is not done either.
@@ -83,7 +87,7 @@ def gate_request(instance) -> RunRequest | None:
                       run_config={"ops": {"index_evaluation": {"config": {"candidate": version}}}})
 
 
-def request_index_now(context) -> str | None:
+def request_index_now(context, database) -> str | None:
     """Asked by an ingest run as its last step ends (the `embeddings` asset's `index_requests`
     resource): where the run came through the run queue (the UI, a backfill, the schedule or a
     sensor), `index_after_batch` is on and this run ends its batch, the batch's index run is
@@ -92,7 +96,7 @@ def request_index_now(context) -> str | None:
     does not ask again. Anything else is left to the sensor, and so is a failure here: it is
     logged and fails nothing. The index run's id, or None."""
     try:
-        index_run = _request_index_now(context)
+        index_run = _request_index_now(context, database)
     except Exception as exc:  # noqa: BLE001 - the sensor's next pass asks for the index instead
         context.log.warning(f"the index is left to the index_after_batch sensor: {exc}")
         return None
@@ -101,7 +105,7 @@ def request_index_now(context) -> str | None:
     return index_run
 
 
-def _request_index_now(context) -> str | None:
+def _request_index_now(context, database) -> str | None:
     instance, run = context.instance, context.run
     origin = run.remote_job_origin
     if origin is None or run.tags.get(LAUNCHED_BY_TAG) in COMMANDS:
@@ -112,7 +116,8 @@ def _request_index_now(context) -> str | None:
     state = instance.get_instigator_state(sensor.get_id(), sensor.get_selector().get_id())
     if state is None or not state.is_running:
         return None
-    decision = batch_index(instance, state.instigator_data.cursor if state.instigator_data else None, run)
+    cursor = state.instigator_data.cursor if state.instigator_data else None
+    decision = batch_index(instance, cursor, lambda: writer_held(database), run)
     if isinstance(decision, str):
         return None
     request, _ = decision
@@ -132,6 +137,12 @@ def _request_index_now(context) -> str | None:
     # Tagged once queued: a tag without a queued index would hide this run from the sensor.
     instance.add_run_tags(run.run_id, {INDEX_REQUESTED_TAG: created.run_id})
     return created.run_id
+
+
+def writer_held(database) -> bool:
+    """Whether the database's writer lock is held now (`database`: a DatabaseResource)."""
+    with database.connect() as conn:
+        return locks.writer_held(conn)
 
 
 def _newest(records):
@@ -181,7 +192,7 @@ def _ingest_in_progress(instance, ending=None) -> str | None:
     return " and ".join(p for p in parts if p) or None
 
 
-def _command_in_progress(instance) -> str | None:
+def _command_in_progress(instance, writer_held: Callable[[], bool]) -> str | None:
     """The `lectio run` or `lectio migrate` still at work, in words ("lectio run (process 812)"),
     or None. Such a command executes its runs in process one after another, holding the database's
     writer lock throughout, and builds the index after the last: between two of its runs nothing is
@@ -193,6 +204,8 @@ def _command_in_progress(instance) -> str | None:
         return None
     run = records[0].dagster_run
     if not executed_by_live_process(run) or time.time() - records[0].update_timestamp.timestamp() > STALE_RUN_SECONDS:
+        return None
+    if not writer_held():
         return None
     return f"{run.tags[LAUNCHED_BY_TAG]} (process {run.tags[OWNER_PID_TAG]})"
 

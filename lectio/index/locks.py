@@ -42,6 +42,15 @@ def writer_lock(conn: psycopg.Connection, what: str = "this change") -> Iterator
         _unlock(conn, _WRITER_LOCK)
 
 
+def writer_held(conn: psycopg.Connection) -> bool:
+    """Whether any session holds this database's writer lock now: a writer at work, whichever
+    process it is (a process that has run a command and lives on holds nothing)."""
+    return conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 0 "
+        "AND objid = %s AND objsubid = 1 AND database = (SELECT oid FROM pg_database "
+        "WHERE datname = current_database()))", (_WRITER_LOCK,)).fetchone()[0]
+
+
 # The databases whose writer lock this process holds. Whether a step may skip taking the lock is
 # this process's own knowledge, never something a run's config could claim: a launchpad field that
 # said "held" let anyone who reached the UI build beside a running writer.

@@ -77,3 +77,24 @@ def test_a_killed_lectio_run_leaves_its_runs_to_the_sensor(home):
 
     (request,) = _tick(home.settings.sources_file).run_requests
     assert request.job_name == INDEX_JOB and request.tags["lectio/after_batches"] == f"run-{run_id[:8]}"
+
+
+def test_a_process_that_ran_lectio_run_and_lives_on_leaves_the_batch_to_the_sensor(home):
+    """A Python caller (or a test session) that ran a command lives on after it: its last ingest
+    run, executed by this live process, no longer holds the batch once the writer lock is free."""
+    import uuid
+
+    from dagster import DagsterRunStatus
+
+    from assets.names import INDEX_JOB, INGEST_JOB, LAUNCHED_BY_TAG
+    from pipelines.definitions import build_definitions
+    from pipelines.run_owners import owner_tags
+
+    run_id = str(uuid.uuid4())
+    DagsterInstance.get().create_run_for_job(
+        job_def=build_definitions(home.settings.sources_file).resolve_job_def(INGEST_JOB), run_id=run_id,
+        status=DagsterRunStatus.SUCCESS,
+        tags={LAUNCHED_BY_TAG: "lectio run", "dagster/partition": "rota", **owner_tags(run_id)})
+
+    (request,) = _tick(home.settings.sources_file).run_requests
+    assert request.job_name == INDEX_JOB and f"run-{run_id[:8]}" in request.tags["lectio/after_batches"]
