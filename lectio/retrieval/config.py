@@ -158,7 +158,7 @@ class EvidenceSettings:
 @dataclass(frozen=True)
 class FeedbackSettings:
     """Feedback from the first page (lectio.retrieval.feedback): the query's vector moved toward
-    its first `docs` hits (the unfiltered ones where the search is narrowed to scripture), keeping
+    the first `docs` hits of the unfiltered search, keeping
     `alpha` of its own, and the moved vector's HNSW neighbours fused as one more list weighing
     `weight` (0: off). A first vector hit at cosine `skip_above` or more (a quotation) is left
     alone."""
@@ -167,16 +167,14 @@ class FeedbackSettings:
     # (recall@20 .195 -> .201, MRR .276 -> .287, nDCG@10 .135 -> .140); no metric of theology,
     # Nave's, near-quotations or long passages fell beyond noise. 0.5, alpha 0.7 and 10 hits were
     # no better. On the readers' questions it cost recall@20 beyond noise (.287 -> .261), so a
-    # question takes none (`questions`). Still off: on, a topic narrowed to scripture no longer
-    # ranks as the unfiltered topic's scripture hits (without the evidence, a filtered search moves
-    # its vector toward its own scripture-only first page), and an auxiliary opening reads as a
-    # question only with its question mark, so "do not be anxious" and "do not be anxious?" would
-    # differ; docs/results.md.
+    # question takes none (`questions`; a query reads as one with or without its question mark,
+    # so "do not be anxious" and "do not be anxious?" are moved alike). Every search moves its
+    # vector toward the unfiltered first page, so a filter keeps the unfiltered search's first hits.
     weight: float = 0.0
     docs: int = 5
     alpha: float = 0.5
     skip_above: float = 0.8
-    # Whether a question (lectio.retrieval.query_text.QueryText.asks) takes feedback too.
+    # Whether a question (lectio.retrieval.query_text.QueryText.question_form) takes feedback too.
     questions: bool = False
 
 

@@ -4,12 +4,8 @@ same caller, so only rows the caller may read speak."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from functools import lru_cache
-
 from lectio.index import security
-from lectio.retrieval import candidates, fusion, stages
-from lectio.retrieval.config import SearchConfig
+from lectio.retrieval import candidates, feedback, fusion, stages
 from lectio.retrieval.fusion import Ranking
 from lectio.retrieval.request import VersionRequest
 
@@ -22,10 +18,10 @@ def asked(request: VersionRequest) -> bool:
 
 def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     """The passages the unfiltered first hits of a search narrowed to scripture speak for, the
-    query's embedding, and the unfiltered ranking (whose first hits feedback reads)."""
-    evidence, given = request.config.evidence, request.filters.given
-    wider = replace(request, filters=replace(request.filters, given=replace(given, kind=None)))
-    wider = replace(wider, config=_unfiltered(request.config))
+    query's embedding, and the ranking of every kind (whose first hits feedback reads where no
+    other filter narrows the search), read as feedback's first page is (no feedback, fused order)."""
+    evidence = request.config.evidence
+    wider = feedback.page_request(request, keep=tuple(name for name in feedback.NARROWING if name != "kind"))
     order, vector = fusion.ranking(wider)
     # The page the caller would have read unfiltered (the stages keep one hit per passage), read
     # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.
@@ -35,15 +31,6 @@ def spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     where, params = request.filters.where(request.translation)
     return candidates.covered_passages(request.conn, request.table_name, page, where, params,
                                        evidence.max_verses), vector, order
-
-
-@lru_cache(maxsize=64)
-def _unfiltered(config: SearchConfig) -> SearchConfig:
-    """How the unfiltered ranking is read: it is the first page feedback reads, so it takes none
-    itself, and its page is read in fused order, as the learned ranker's training saw the
-    evidence (made once per configuration: this runs on every search narrowed to scripture)."""
-    return config.with_settings({"feedback.weight": 0.0, "stages.learned_rank.model": "",
-                                 "stages.learned_rank.record": False})
 
 
 def spoken_on_own_connection(request: VersionRequest) -> tuple[Ranking, Ranking]:

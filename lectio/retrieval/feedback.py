@@ -1,6 +1,8 @@
 """Feedback from the first page (dense Rocchio): the query's vector moved toward the vectors of the
-first hits of its first ranking (the unfiltered one, where a search narrowed to scripture reads
-it for the evidence), and the HNSW graph walked again from there.
+first hits of its first ranking, and the HNSW graph walked again from there. The first ranking is
+always the unfiltered one (the same search without a filter that narrows rows, the translation
+it ranks kept): a filter only narrows what may answer, so a filtered search moves its vector as
+the unfiltered search does, and ranks its rows as that search ranks them.
 
 A short question or a typed topic says little; the commentary, notes and confession prose that
 answer it on the first page say what it leaves out, in the words and senses the verses use. The
@@ -13,15 +15,43 @@ caller may read move the vector."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 from psycopg import sql
 
 from lectio.retrieval import candidates
+from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.proposals import Proposals
 from lectio.retrieval.request import VersionRequest
 
 Ranking = list[tuple[str, float]]
+# The filters that only narrow the rows a search may read (a translation also chooses the verses
+# the retrievers rank, so the first page keeps it).
+NARROWING = ("kind", "testament", "genre", "tradition", "tier")
+
+
+def narrowed(request: VersionRequest, beside: tuple[str, ...] = ()) -> bool:
+    """Whether the search gives a narrowing filter other than those `beside`."""
+    given = request.filters.given
+    return any(getattr(given, name) for name in NARROWING if name not in beside)
+
+
+def page_request(request: VersionRequest, keep: tuple[str, ...] = ()) -> VersionRequest:
+    """The search whose first hits feedback reads: `request` without its narrowing filters (but
+    those in `keep`), ranked as first_page_config says."""
+    given = request.filters.given
+    wider = replace(given, **{name: None for name in NARROWING if name not in keep})
+    return replace(request, filters=replace(request.filters, given=wider), config=first_page_config(request.config))
+
+
+@lru_cache(maxsize=64)
+def first_page_config(config: SearchConfig) -> SearchConfig:
+    """How the unfiltered first page is ranked: with no feedback of its own, and in fused order,
+    as the learned ranker's training saw it (made once per configuration: it runs on every search
+    narrowed by a filter)."""
+    return config.with_settings({"feedback.weight": 0.0, "stages.learned_rank.model": "",
+                                 "stages.learned_rank.record": False})
 
 
 def wanted(request: VersionRequest, found: Proposals) -> bool:

@@ -4,6 +4,8 @@ again with its words weighing more (lectio.retrieval.topics)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from psycopg import sql
 
 from lectio.retrieval import candidates, feedback, topics
@@ -21,22 +23,28 @@ def ranked(request: VersionRequest, rows: sql.Composable | None = None) -> Ranki
     return fused(request, proposals(request, rows), request.config.lexical.weight)
 
 
+# The unfiltered ranking feedback reads where a filter narrows the search, given the query's
+# embedding; asked for only where feedback runs.
+FirstPage = Callable[[object], Ranking]
+
+
 def ranking(request: VersionRequest, vector=None, evidence: Ranking | None = None,
-            first: Ranking | None = None) -> tuple[Ranking, object]:
+            first: FirstPage | None = None) -> tuple[Ranking, object]:
     """The fused ranking (with `evidence`, where given), a topic's fused again, and the query's
     embedding (`vector` where it was already made). Feedback, where it runs, reads the first hits
-    of `first` (a wider ranking of the same query), else of this ranking before feedback."""
+    of `first` (the unfiltered ranking of the same query), else of this ranking before feedback."""
     found = proposals(request, vector=vector)
     return ranked_with_feedback(request, found, evidence, first), found.vector
 
 
 def ranked_with_feedback(request: VersionRequest, found: Proposals, evidence: Ranking | None,
-                         first: Ranking | None = None) -> Ranking:
+                         first: FirstPage | None = None) -> Ranking:
     """`ranked_from`, and again with the feedback list where feedback runs (lectio.retrieval.feedback)."""
     order = ranked_from(request, found, evidence)
     if not feedback.wanted(request, found):
         return order
-    return ranked_from(request, feedback.with_feedback(request, found, order if first is None else first), evidence)
+    page = order if first is None else first(found.vector)
+    return ranked_from(request, feedback.with_feedback(request, found, page), evidence)
 
 
 def ranked_from(request: VersionRequest, found: Proposals, evidence: Ranking | None) -> Ranking:

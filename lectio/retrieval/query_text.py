@@ -59,6 +59,9 @@ class QueryText:
     text: str  # the subject in lower case with the WEB's spellings: what a ranked search reads
     # A question's subject read the same way ("faith" of "What is faith?"); None for no question.
     question_subject: str | None = None
+    # Whether the query reads as a question once a question mark is supposed ("Do not be anxious"
+    # as "Do not be anxious?"): what a search decides by it must not change with the mark.
+    question_form: bool = False
 
     def reference(self) -> list[RefRange] | None:
         """The verses the query names, as typed or once its wrapper is off ("Micah 6:8?"); None
@@ -87,7 +90,8 @@ def read(query: str) -> QueryText:
     """`query` (already free of control characters) read once for every strategy."""
     subject = _subject(query)
     asked = _question_subject(subject, query.rstrip().endswith("?"))
-    return QueryText(query, subject, _modern(subject), _modern(asked) if asked else None)
+    return QueryText(query, subject, _modern(subject), _modern(asked) if asked else None,
+                     _question_subject(subject, True) is not None)
 
 
 def _modern(text: str) -> str:

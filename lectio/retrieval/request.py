@@ -37,8 +37,9 @@ class VersionRequest:
     # What the vector side embeds where it differs from `query`: a question as asked, ranked
     # otherwise by its subject (lectio.retrieval.config.QuestionSettings).
     embedded: str | None = None
-    # Whether the caller asked a question (a question mark, a question's frame), as read of the
-    # query as typed: the text ranked has lost both.
+    # Whether the query reads as a question, with its question mark or without it
+    # (lectio.retrieval.query_text.QueryText.question_form), as read of the query as typed: the
+    # text ranked has lost both.
     question: bool = False
 
     @property

@@ -118,7 +118,7 @@ def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[Re
         if response is not None:
             return response
     config, question = request.config, meant.asks()
-    request = replace(request, question=question)
+    request = replace(request, question=meant.question_form)
     if shape.is_paragraph(meant.text, config.paragraphs.words):
         config = config.for_paragraphs()
     if config.questions.subject and question:  # a question has a subject (QueryText.asks)

@@ -104,3 +104,32 @@ def test_a_transliteration_is_a_word_study_in_any_case(conn, names_index):
     assert expected[0] == "word-study" and expected[1][0].startswith("strongs")
     for form in ("Agape", "agape?", "What does the Bible say about agape?"):
         assert ranking(conn, form, version=version, embedder=embedder) == expected, form
+
+
+# Feedback from the first page moves the query's vector toward its first hits: the same move for
+# every surface form (a question mark does not decide whether the query reads as a question) and
+# for a filtered search (it reads the unfiltered first page). The moved vector's neighbours are one
+# more fused list whose best score a filter may change, so a filtered search keeps the unfiltered
+# search's first scripture hits, as with every stage on, rather than its whole fused order.
+FEEDBACK = SearchConfig.from_options(["feedback.weight=1"])
+
+
+@pytest.mark.parametrize("query, topic", [(q, True) for q in TOPICS] + [(q, False) for q in SENTENCES])
+def test_with_feedback_every_surface_form_gets_the_same_results(main_run, conn, query, topic):
+    expected = ranking(conn, query, config=FEEDBACK)
+    for form in surface_forms(query, topic):
+        assert ranking(conn, form, config=FEEDBACK) == expected, form
+
+
+@pytest.mark.parametrize("query", TOPICS)
+def test_with_feedback_a_scripture_filter_keeps_a_topics_first_scripture_hits(main_run, conn, query):
+    _, filtered = ranking(conn, query, config=FEEDBACK.with_settings({"evidence.weight": 0.0}),
+                          filters=Filters(kind="scripture"))
+    unfiltered = search(conn, SearchRequest(query, k=40, config=FEEDBACK)).results
+    assert filtered[:5] == [hit.chunk_id for hit in unfiltered if hit.kind == "scripture"][:5]
+
+
+def test_feedback_changes_some_fixture_rankings(main_run, conn):
+    """The tests above would pass vacuously if feedback never ran on the fixture index."""
+    moved = [query for query in TOPICS if ranking(conn, query, k=20, config=FEEDBACK) != ranking(conn, query, k=20)]
+    assert moved

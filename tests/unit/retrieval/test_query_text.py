@@ -95,3 +95,13 @@ def test_whether_a_query_asks_is_read_of_it_as_typed(query, question):
     # A wrapper ("what does the Bible say about") asks for a topic, not a question's answer, and a
     # question mark alone changes nothing ("peace?" is "peace").
     assert read(query).asks() is question
+
+
+@pytest.mark.parametrize("query, form", [
+    ("Do not be anxious about anything", True), ("Do not be anxious about anything?", True),
+    ("Is man a reasonable creature", True), ("what is love", True),
+    ("peace", False), ("peace?", False), ("For God so loved the world", False),
+])
+def test_whether_a_query_reads_as_a_question_does_not_hang_on_its_question_mark(query, form):
+    # What a search decides by it (feedback for questions) is the same for "X" and "X?".
+    assert read(query).question_form is form
