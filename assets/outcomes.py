@@ -3,10 +3,15 @@ failed-run alert (pipelines.automation) and by the index run naming its failed s
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 from dagster import DagsterEvent, DagsterEventType
+
+from lectio.alerts import one_line
+
+# The module of the errors Dagster wraps a step's or a resource's own error in (DagsterExecutionStepExecutionError,
+# DagsterResourceFunctionError, …): their words are Dagster's, never the problem.
+DAGSTER_WRAPPERS = "dagster._core.errors."
 
 
 def root_cause(events: Iterable[DagsterEvent]) -> tuple[str | None, str] | None:
@@ -25,10 +30,12 @@ def root_cause(events: Iterable[DagsterEvent]) -> tuple[str | None, str] | None:
 
 
 def root_message(error) -> str:
-    """The innermost cause of a serialized error, in its own words: without the dotted class path
-    Python's traceback puts before an error of a package ("lectio.sources.SourceError: ",
-    "dagster._core.definitions.events.Failure: "), whose message is written for the reader; a
-    builtin's name stays ("KeyError: 'x'" says little without it)."""
-    while error.cause is not None:
+    """What went wrong, in the words of whoever raised it, as one plain line: the first error below
+    Dagster's own wrappers ("Error occurred while executing op …"). Where lectio wrapped an error
+    in its own words (the output it could not store, the runtime to set instead), those are the
+    line: the innermost error, taken before, dropped them and led with a class name
+    ("IsADirectoryError: [Errno 21] Is a directory: '…'"). Without the dotted class path
+    Python's traceback puts before an error of a package ("lectio.sources.SourceError: ")."""
+    while error.cause is not None and error.message.startswith(DAGSTER_WRAPPERS):
         error = error.cause
-    return re.sub(r"^\w+(\.\w+)+: ", "", error.message.strip())
+    return one_line(error.message)

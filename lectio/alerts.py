@@ -20,7 +20,9 @@ import email.policy
 import hashlib
 import json
 import logging
+import re
 import smtplib
+import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -254,11 +256,33 @@ def send_alerts(conn: psycopg.Connection, alerts: Iterable[Alert], channels: lis
                     "DELETE FROM alert_deliveries WHERE fingerprint = %s AND channel = %s",
                     (alert.fingerprint, channel.name),
                 )
-                deliveries.append(Delivery(alert.fingerprint, channel.name, "failed", f"{type(exc).__name__}: {exc}"))
+                deliveries.append(Delivery(alert.fingerprint, channel.name, "failed", why_not_sent(exc)))
             else:
                 deliveries.append(Delivery(alert.fingerprint, channel.name, "sent"))
     return deliveries
 
+
+
+def why_not_sent(exc: Exception) -> str:
+    """Why a channel failed, as one plain line for a tick's log: urllib wraps the socket's own
+    error ("<urlopen error [Errno 111] Connection refused>"), so its reason is taken; an error with
+    no words of its own is named by its class, which is then all there is to say."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError) else exc
+    return one_line(str(reason)) or type(exc).__name__
+
+
+# What Python's traceback puts before an error's words: a dotted class path ("lectio.sources.SourceError: "),
+# or an OSError's class, whose "[Errno 21] Is a directory" says it again; and what SQLAlchemy puts
+# before the driver's error it wraps ("(psycopg2.OperationalError) ").
+_CLASS_PATH = re.compile(r"^(?:\w+(?:\.\w+)+: |\w+Error: (?=\[Errno \d+\])|\((?:\w+\.)+\w+\) )+")
+
+
+def one_line(message: str) -> str:
+    """An error's words as one plain line, for a failure line, an alert or a check: its lines
+    joined, without the dotted class path before them, which names code, not the problem. A
+    builtin's bare name stays ("KeyError: 'x'" says little without it)."""
+    joined = " ".join(line.strip() for line in message.strip().splitlines() if line.strip())
+    return _CLASS_PATH.sub("", joined)
 
 def destinations(channels: list[Channel]) -> str:
     """Where alerts go, in one sentence: the alert sensors' descriptions said what they sent and

@@ -241,3 +241,14 @@ def test_a_failing_channel_does_not_stop_the_others_and_is_retried(conn, webhook
     assert [(d.channel, d.status) for d in second] == [("webhook", "sent"), ("log", "already_sent")]
     assert len(webhook.received) == 1
     assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_channel_that_cannot_be_reached_is_named_in_one_plain_line(conn):
+    """Why a delivery failed is read in a sensor tick's log: it said "URLError: <urlopen error
+    [Errno 111] Connection refused>", a Python class name and its wrapper's brackets (issue 63,
+    item 16)."""
+    alert = Alert(kind="check_failed", message="acl missing", run_id="run-unreachable", asset="chunks",
+                  check="permission_tags", partition="web")
+    broken = WebhookChannel(f"http://127.0.0.1:{_free_port()}/nobody-listens", timeout=2)
+    (delivery,) = send_alerts(conn, [alert], [broken])
+    assert delivery.status == "failed" and delivery.error == "[Errno 111] Connection refused", delivery.error
