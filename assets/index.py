@@ -31,7 +31,7 @@ from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
 from assets.gate_settings import refuse_loosening
-from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
+from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, REFUSED_TAG
 from assets.outcomes import root_cause
 from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -225,8 +225,8 @@ def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, e
                             sources: list[str]) -> dict[str, str]:
     """The sources whose stored chunks were not made from their current entry and file, each with
     what happened: the latest read of the source (raw_texts) recorded other inputs than the sources
-    file and the file give now (the entry or file changed, and its ingest failed at the entry or has
-    not run since), or a later stage's latest output is older than that read (the new file did not
+    file, the file, the ruleset and the model give now (one of them changed, and its ingest failed at
+    the entry or has not run since), or a later stage's latest output is older than that read (the new file did not
     parse or chunk, or a run made only part of the ingest). A source read before reads recorded
     their inputs is taken as current."""
     storage = instance.event_log_storage
@@ -243,18 +243,50 @@ def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, e
         read = reads.get(latest[INGEST_ASSETS[0]].get(sid))
         if read is None or not current.get(sid):
             continue  # never read (missing), or its data is not here to compare
-        if why := _stale_read(read, current[sid], [latest[name].get(sid, -1) for name in INGEST_ASSETS]):
+        stages = [latest[name].get(sid, -1) for name in INGEST_ASSETS]
+        recorded = read.asset_materialization.metadata.get(INPUTS_KEY)
+        if recorded is not None and recorded.value != current[sid]:
+            made_with = _embedded_with(storage, read.run_id, stages[-1])
+            stale[sid] = _changed_since_read(corpus, embedder, sid, read, made_with)
+        elif why := _stale_read(stages):
             stale[sid] = why
     return stale
 
 
-def _stale_read(read, inputs: str, stages: list[int]) -> str | None:
-    """Why a source's stored chunks are not from its latest read (`read`, raw_texts' record), given
-    its current `inputs` and each ingest stage's latest storage id (`stages`), or None."""
-    recorded = read.asset_materialization.metadata.get(INPUTS_KEY)
-    if recorded is not None and recorded.value != inputs:
-        return (f"its entry or file changed after its latest read (run {read.run_id[:8]}), and it has not been "
-                f"ingested since: its chunks are not from its current file; materialize it with the job {INGEST_JOB}")
+def _embedded_with(storage, run_id: str, embedded: int) -> str | None:
+    """The model the run `run_id` embedded a source with, from the source's latest embeddings
+    (storage id `embedded`); None where those are another run's, which says nothing of this one."""
+    records = storage.get_event_records(EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
+                                                           storage_ids=[embedded])) if embedded >= 0 else []
+    if not records or records[0].run_id != run_id:
+        return None
+    model = records[0].asset_materialization.metadata.get("model")
+    return str(model.value) if model is not None else None
+
+
+def _changed_since_read(corpus: CorpusResource, embedder: EmbedderResource, sid: str, read, then: str | None) -> str:
+    """Why a source whose latest read (`read`) recorded other inputs than it has now is stale, naming
+    what changed. The fingerprint folds the entry, the files, the ruleset and the model into one
+    hash, so the model is told apart by taking it again with the model the read's run embedded with
+    (`then`): equal to the recorded one, only the model changed (a batch ingested under a run's
+    lectio/embed_model tag, built under another model); a changed file was blamed for that."""
+    now, run = embedder.model_id, f"run {read.run_id[:8]}"
+    recorded = read.asset_materialization.metadata[INPUTS_KEY].value
+    model_changed = then is not None and then != now
+    if model_changed and registry.input_fingerprints_of(corpus.sources_path, corpus.corpus_path, [sid],
+                                                        then).get(sid) == recorded:
+        what = f"the embedding model changed after its latest read ({run} embedded it with {then}; this build embeds with {now})"
+    else:
+        what = (f"its entry, file or ruleset{' and the embedding model' if model_changed else ''} changed after its "
+                f"latest read ({run})")
+    tag = f" tagged {MODEL_TAG}={embedder.tagged_model}" if embedder.tagged_model else ""
+    return (f"{what}, and it has not been ingested since: its chunks are not from its current inputs; materialize it "
+            f"with the job {INGEST_JOB}{tag}")
+
+
+def _stale_read(stages: list[int]) -> str | None:
+    """Why a source's stored chunks are not from its latest read, given each ingest stage's latest
+    storage id (`stages`), or None."""
     if stages == sorted(stages):
         return None
     # Some stage was materialized after a later one, by a run that stopped there (a partial
