@@ -341,8 +341,6 @@ def _serve_workers(args) -> int:
     """uvicorn's supervisor and `args.workers` processes it starts, sharing the port. Every setting
     was checked above, in this process, so a bad one is one line and no worker starts; each worker
     reads the same environment (lectio.serving.app.from_environment)."""
-    import tempfile
-
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
@@ -353,8 +351,7 @@ def _serve_workers(args) -> int:
     app.build_mirror_first(settings)
     config = uvicorn.Config(app.WORKER_APP, factory=True, workers=args.workers, host=args.host, port=args.port,
                             timeout_worker_healthcheck=app.WORKER_PING_SECONDS, **app.SERVER_OPTIONS)
-    # A folder of this start's own: series a previous start left would be added to this one's.
-    with tempfile.TemporaryDirectory(prefix="lectio-metrics-") as shared:
+    with app.metrics_folder() as shared:
         os.environ.update({app.POOL_ENV: str(args.pool), app.MULTIPROCESS_ENV: shared,
                            app.SUPERVISOR_ENV: str(os.getpid())})
         # uvicorn's supervisor, not uvicorn.run: run() returns as if all went well when the

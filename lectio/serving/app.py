@@ -17,8 +17,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import shutil
+import stat
+import tempfile
 import time
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import psycopg
 from fastapi import Depends, FastAPI, Query, Request
@@ -181,6 +185,56 @@ def die_with_supervisor() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+# The metrics folders of `lectio serve --workers N` in the temp directory: this, the supervisor's pid,
+# a dash and tempfile's own letters. The pid tells a later start whether the folder's owner lives.
+METRICS_PREFIX = "lectio-metrics-"
+
+
+def metrics_folder() -> tempfile.TemporaryDirectory:
+    """A folder of this supervisor's own for its workers' series (series a previous start left
+    would be added to this one's), the folders of supervisors that are gone removed first."""
+    reap_metrics_folders(Path(tempfile.gettempdir()))
+    return tempfile.TemporaryDirectory(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
+
+
+def reap_metrics_folders(temp: Path) -> None:
+    """Remove the metrics folders under `temp` whose supervisor is gone. A supervisor and its
+    workers killed together (kill -9 of the process group, the OOM killer) run no code that could
+    remove theirs, so the next start does. A folder of a living process (a reused pid among them)
+    or of another user is left."""
+    for folder in temp.glob(f"{METRICS_PREFIX}*-*"):
+        pid = folder.name.removeprefix(METRICS_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and _own_folder(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        pass
+    return True
+
+
+def _own_folder(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+
+
+def leave_no_metrics_behind() -> None:
+    """As a worker stops, the service's metrics folder removed where its supervisor is gone: the
+    supervisor removes it as it returns, but `kill -9` lets it run no code, and its workers stop
+    then (die_with_supervisor). Each worker may try; the first removes it."""
+    supervisor, shared = os.environ.get(SUPERVISOR_ENV), os.environ.get(MULTIPROCESS_ENV)
+    if supervisor and shared and os.getppid() != int(supervisor):
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> FastAPI:
     metrics = Metrics()
     state: dict = {}
@@ -198,8 +252,11 @@ def create_app(settings: Settings, verifier: Verifier, pool_size: int = 8) -> Fa
         except psycopg.Error as exc:
             log.warning("lexical mirror not loaded at start: %s", (str(exc).splitlines() or [type(exc).__name__])[0])
         state["embedder"] = _query_embedder(live)
-        yield
-        state["pool"].close()
+        try:
+            yield
+            state["pool"].close()
+        finally:
+            leave_no_metrics_behind()
 
     app = FastAPI(title="lectio", summary="Permission-aware search over scripture, commentary and documents",
                   lifespan=lifespan)
