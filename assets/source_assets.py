@@ -35,6 +35,7 @@ from assets.names import EMBED_POOL, FAILED_TAG, INGEST_ASSETS, INGEST_JOB, REFU
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
+from lectio.readers.changes import fetch_missing_modules
 from lectio.index import versions
 from lectio.sources import Source, SourceError
 from resources import CorpusResource, DatabaseResource, EmbedderResource
@@ -122,15 +123,25 @@ def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:
 def _judge_entry(corpus: CorpusResource, key: str, embedder: EmbedderResource,
                  settle: bool = False) -> tuple[Source | None, str | None, str | None, str]:
     """Source `key`'s entry and input fingerprint, with what is wrong with the entry or its file
-    and the field at fault: (source, inputs, None, "path") when nothing is. `settle`: the home's
-    embedding runtime settled first, as a run must before it takes its model id."""
+    and the field at fault: (source, inputs, None, "path") when nothing is. `settle`: taken as
+    the source's own run takes them, after _ready_to_fingerprint."""
     try:
         if settle:
-            registry.settle_runtime(corpus.sources_path, corpus.corpus_path)
+            _ready_to_fingerprint(corpus, key)
         source, inputs = registry.source_and_inputs(corpus.sources_path, corpus.corpus_path, key, embedder.model_id)
     except SourceError as exc:
         return None, None, str(exc), exc.field or "entry"
     return source, inputs, file_problem(source), "path"
+
+
+def _ready_to_fingerprint(corpus: CorpusResource, key: str) -> None:
+    """What a source's own run does before it takes the source's fingerprint, whoever launched it
+    (the UI, a backfill, a sensor, `lectio run`): the home's embedding runtime settled, as a run
+    must before it takes its model id, and the source's SWORD module fetched. Without its module a
+    source has no fingerprint: raw_texts would record no inputs, and the next `lectio run` would
+    read the source again though nothing changed."""
+    registry.settle_runtime(corpus.sources_path, corpus.corpus_path)
+    fetch_missing_modules(corpus.sources_path, corpus.corpus_path, [key])
 
 
 def _observed_prints(context, corpus: CorpusResource, model: str) -> dict[str, str | None]:

@@ -204,9 +204,16 @@ def settle(name: str, release: str, inputs: int | None, home: Path | None = None
     if inputs is None or inputs >= MEASURE_FROM_BYTES:
         return measured(name, release, pool, home, provisional_ok=False)
     found = recorded(name, release, home)
-    if _holds(found, pool):
+    if _current(found, pool, inputs):
         return found
     return _provisional(name, release, pool, inputs, home)
+
+
+def _current(found: dict | None, pool: list[tuple[str, str]], inputs: int) -> bool:
+    """Whether `found` answers for this machine and `pool` and, where provisional, names what the
+    inputs weigh now (`inputs`, bytes): the runtime line reports that figure, so a record kept
+    from an earlier sources file would report that file's weight."""
+    return _holds(found, pool) and (not found.get("provisional") or found["provisional"]["input_bytes"] == inputs)
 
 
 def _provisional(name: str, release: str, pool: list[tuple[str, str]], inputs: int, home: Path | None) -> dict:
@@ -228,7 +235,7 @@ def _provisional(name: str, release: str, pool: list[tuple[str, str]], inputs: i
     try:
         with onnx_runtime._locked(folder, ".choice.lock"):
             found = _read(path)
-            if _holds(found, pool):
+            if _current(found, pool, inputs):
                 return found  # another process settled it meanwhile
             record = provisional(found)
             _write(path, record)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Iterable
 
 from lectio.readers.corpus import CorpusError, ensure_sword_module, has_module, sword_library
 from lectio.sources import SourceError, parse_entry, read_entries
@@ -36,7 +37,9 @@ def fingerprint(entry: dict | None, base_dir: Path, corpus_dir: Path) -> str | N
         # An invalid entry still has a fingerprint: editing it should request a run, which then
         # fails with the entry's error and alerts.
         return digest.hexdigest()
-    files = input_files(source, corpus_dir)
+    # Resolved: the UI's runs take the corpus folder as LECTIO_CORPUS_DIR spells it, `lectio run`
+    # resolved, and the paths are in the digest.
+    files = input_files(source, Path(corpus_dir).expanduser().resolve())
     if files is None:
         return None
     for path in files:
@@ -60,13 +63,16 @@ def input_fingerprint(entry: dict, sources_file: Path, corpus_dir: Path, ruleset
     return hashlib.sha256(f"{base}|{ruleset}|{model}".encode()).hexdigest()
 
 
-def fetch_missing_modules(sources_file: Path, corpus_dir: Path) -> None:
-    """Download the SWORD modules the sources name that this machine lacks. A run fetches first
-    and fingerprints after, so a fresh machine's first run is recorded against its inputs and the
-    next run finds the sources unchanged. A module that cannot be had is left for its source's
-    own run to report."""
+def fetch_missing_modules(sources_file: Path, corpus_dir: Path, source_ids: Iterable[str] | None = None) -> None:
+    """Download the SWORD modules the sources name (those of `source_ids` alone where given) that
+    this machine lacks. A run fetches first and fingerprints after, so a fresh machine's first run
+    is recorded against its inputs and the next run finds the sources unchanged. A module that
+    cannot be had is left for its source's own run to report."""
     base = Path(sources_file).resolve().parent
+    wanted = None if source_ids is None else set(source_ids)
     for entry in read_entries(sources_file):
+        if wanted is not None and entry.get("id") not in wanted:
+            continue
         try:
             source = parse_entry(entry, base)
             if source.format in SWORD_FORMATS and source.path is None and source.module:

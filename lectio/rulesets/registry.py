@@ -26,8 +26,8 @@ from lectio.rulesets.westminster import WESTMINSTER
 from lectio.embedding import backends
 from lectio.embedding.model import configured_name, model_id
 from lectio.embedding.packaged import release_of
-from lectio.readers.changes import input_files, input_fingerprint
-from lectio.readers.raw import RawText
+from lectio.readers.changes import fetch_missing_modules, input_files, input_fingerprint
+from lectio.readers.raw import MAX_FILE_BYTES, RawText
 from lectio.sources import Source, SourceError, load_source, parse_entry, read_entries, read_entry
 
 
@@ -66,6 +66,9 @@ FORMATS: dict[tuple[str, str | None], Format] = {
 FORMAT_NAMES = tuple(dict.fromkeys(name for name, _ in FORMATS))
 # The formats whose `select` names chapters (lectio.rulesets.scripture.chapter_filter).
 CHAPTER_SELECTS = ("sword-bible", "sword-commentary")
+# The formats whose reader is read_text_file, which refuses a folder or a file over MAX_FILE_BYTES
+# before reading a byte of it.
+TEXT_FILE_FORMATS = ("markdown", "text", "html", "notes-jsonl")
 
 
 def input_fingerprints(sources_file: Path, corpus_dir: Path, model: str | None = None) -> dict[str, str | None]:
@@ -134,10 +137,10 @@ def source_and_inputs(sources_file: Path, corpus_dir: Path, source_id: str,
 
 
 def input_bytes(sources_file: Path, corpus_dir: Path) -> int | None:
-    """What the sources' inputs weigh: the bytes of the files their readers open, a chapter
-    `select`'s share of its SWORD module alone (the fixtures read eight chapters of a 4 MB Bible).
-    None where a SWORD module is not on this machine yet. An entry that does not parse weighs
-    nothing: its run fails on its own."""
+    """What the sources' inputs weigh: the bytes their readers read (a file a reader refuses unread
+    weighs nothing), a chapter `select`'s share of its SWORD module alone (the fixtures read eight
+    chapters of a 4 MB Bible). None where a SWORD module is not on this machine yet. An entry that
+    does not parse weighs nothing: its run fails on its own."""
     try:
         written = Path(sources_file).stat()
     except OSError:
@@ -165,12 +168,32 @@ def _weighed(sources_file: Path, corpus_dir: Path) -> int | None:
             source = parse_entry(entry, Path(sources_file).resolve().parent)
         except SourceError:
             continue
-        files = input_files(source, corpus_dir)
-        if files is None:
+        weight = _source_weight(source, corpus_dir)
+        if weight is None:
             return None
-        share = chapter_share(source) if source.format in CHAPTER_SELECTS else 1.0
-        total += int(share * sum(path.stat().st_size for path in files if path.is_file()))
+        total += weight
     return total
+
+
+def _source_weight(source: Source, corpus_dir: Path) -> int | None:
+    """The bytes `source`'s reader reads; None where its SWORD module is not on this machine yet."""
+    if source.format in TEXT_FILE_FORMATS:
+        return _text_file_weight(source.path)
+    files = input_files(source, corpus_dir)
+    if files is None:
+        return None
+    share = chapter_share(source) if source.format in CHAPTER_SELECTS else 1.0
+    return int(share * sum(path.stat().st_size for path in files if path.is_file()))
+
+
+def _text_file_weight(path: Path | None) -> int:
+    """What read_text_file reads of `path`: the whole file, or nothing where it refuses it unread
+    (a folder, a file over MAX_FILE_BYTES), so a file no run reads cannot buy a measurement."""
+    try:
+        size = path.stat().st_size if path is not None and path.is_file() else 0
+    except OSError:
+        return 0
+    return size if size <= MAX_FILE_BYTES else 0
 
 
 def settle_runtime(sources_file: Path, corpus_dir: Path) -> None:
@@ -179,7 +202,19 @@ def settle_runtime(sources_file: Path, corpus_dir: Path) -> None:
     nothing to weigh once it is measured."""
     name = configured_name()
     if not backends.settled(name, release_of(name)):
-        backends.settle(name, release_of(name), input_bytes(sources_file, corpus_dir))
+        backends.settle(name, release_of(name), _fetched_weight(sources_file, corpus_dir))
+
+
+def _fetched_weight(sources_file: Path, corpus_dir: Path) -> int | None:
+    """input_bytes, the SWORD modules this machine lacks fetched first where the weight needs them,
+    whichever run settles the runtime (the UI's, a sensor's, `lectio run`'s): an unknown weight is
+    measured (minutes, even for a few chapters), a fetch takes seconds and the runs read the
+    modules anyway. None where a fetch failed."""
+    weight = input_bytes(sources_file, corpus_dir)
+    if weight is None:
+        fetch_missing_modules(sources_file, corpus_dir)
+        weight = input_bytes(sources_file, corpus_dir)
+    return weight
 
 
 def read_source(source: Source, corpus_dir: Path) -> RawText:

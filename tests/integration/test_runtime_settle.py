@@ -4,16 +4,21 @@ reproduces fp32, and what the sources weigh counts a chapter `select` by its sha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
+from dagster import AssetKey, DagsterInstance
 
 from lectio.embedding import backends, model, numerics
 from lectio.index import versions
 from lectio.rulesets.registry import input_bytes
 from lectio.rulesets.scripture import chapter_share
 from lectio.sources import load_source
+from assets.names import INGEST_ASSETS
+from pipelines.definitions import build_definitions
+from pipelines.home import prepare_dagster_env
 from pipelines.runners import run_main
 from tests.conftest import FIXTURES
 
@@ -79,3 +84,38 @@ def test_a_weight_not_known_before_the_modules_are_fetched_is_weighed_again_afte
     assert input_bytes(fixture_sources, corpus) is None  # no module fetched into this corpus yet
     shutil.copytree(Path(settings.corpus_dir) / "sword", corpus / "sword")  # as fetching puts them there
     assert 0 < input_bytes(fixture_sources, corpus) < backends.MEASURE_FROM_BYTES
+
+
+def test_a_new_machines_ui_ingest_measures_nothing_and_the_next_lectio_run_reads_nothing_again(home_factory,
+                                                                                                 monkeypatch):
+    """Issue 62, item 9: ingested first by the UI (its runs, not `lectio run`, fetch the SWORD
+    module), a light home settles on the provisional runtime as `lectio run` would, and records
+    every source's inputs, so the next `lectio run` skips each one as unchanged."""
+    kjv = ("  - {id: kjv, kind: scripture, format: sword-bible, module: engKJV2006eb, select: Philemon,\n"
+           "     translation: KJV, acl: [public]}\n")
+    with home_factory("lectio-ui-first-", lambda: SOURCES + kjv, files=[GUIDE]) as home:
+        corpus = home.folder.parent / "corpus"  # a new machine: no module fetched yet
+        settings = dataclasses.replace(home.settings, corpus_dir=corpus)
+        for key in ("LECTIO_EMBED_BACKEND", "LECTIO_EMBED_PRECISION"):
+            monkeypatch.delenv(key)
+        monkeypatch.setenv("LECTIO_CORPUS_DIR", str(corpus))
+        _forget_choices()
+        try:
+            prepare_dagster_env(settings, home.database)
+            ui_runs = {source: _materialize_in_the_ui(settings.sources_file, source) for source in ("guide", "kjv")}
+            report = run_main(settings, echo=lambda _: None)
+            assert {o.source_id: o.run_id for o in report.sources if o.reused} == ui_runs
+            choice = model.ModelChoice()
+            record = json.loads(backends.record_file(choice.name, choice.release).read_text())
+            assert record.get("provisional", {}).get("input_bytes") == input_bytes(settings.sources_file, corpus)
+        finally:
+            _forget_choices()
+
+
+def _materialize_in_the_ui(sources: Path, partition: str) -> str:
+    """What the UI's Materialize on a source's ingest assets launches (Dagster's own asset job, no
+    tag of lectio's), in this process against the home's instance; gives its run id."""
+    result = build_definitions(sources).resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=DagsterInstance.get(), partition_key=partition, asset_selection=[AssetKey(n) for n in INGEST_ASSETS])
+    assert result.success
+    return result.run_id

@@ -185,6 +185,36 @@ def test_a_home_whose_sources_do_not_pay_for_a_measurement_is_provisional_until_
     assert len(calls) == 2
 
 
+def test_the_runtime_line_says_what_the_inputs_weigh_now_not_what_they_weighed_first(fresh, tmp_path):
+    """Issue 63, item 13: a provisional record kept the weight of the home's first sources."""
+    fresh.setenv("LECTIO_HOME", str(tmp_path / "home"))
+    fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
+    choice = ModelChoice()
+    first = backends.settle(choice.name, choice.release, 0)
+    now = backends.settle(choice.name, choice.release, 1_234)
+    assert now["provisional"]["input_bytes"] == 1_234 and now["backend"] == first["backend"]
+    assert "inputs (1,234 bytes)" in backends.rounds_told(backends.recorded(choice.name, choice.release))
+
+
+def test_a_file_refused_unread_weighs_nothing_toward_a_measurement(tmp_path):
+    """Issue 63, item 13: only what a reader reads counts toward the weight that buys a
+    measurement; a file over the reader's size limit is refused before a byte of it is read."""
+    from lectio.readers.raw import MAX_FILE_BYTES
+    from lectio.rulesets.registry import input_bytes, read_source
+    from lectio.sources import SourceError, load_source
+
+    with (tmp_path / "dump.txt").open("wb") as dump:
+        dump.truncate(MAX_FILE_BYTES + 1)
+    (tmp_path / "rota.txt").write_text("Sunday: tea and coffee after the service.\n")
+    sources = tmp_path / "sources.yaml"
+    sources.write_text("sources:\n"
+                       "  - {id: dump, kind: document, format: text, path: dump.txt, acl: [public]}\n"
+                       "  - {id: rota, kind: document, format: text, path: rota.txt, acl: [public]}\n")
+    with pytest.raises(SourceError, match="over the 16 MiB"):
+        read_source(load_source(sources, "dump"), tmp_path)
+    assert input_bytes(sources, tmp_path) == (tmp_path / "rota.txt").stat().st_size
+
+
 def test_a_provisional_choice_keeps_what_the_home_recorded_on_another_machine(fresh, tmp_path):
     home = tmp_path / "home"
     fresh.setenv("LECTIO_HOME", str(home))
