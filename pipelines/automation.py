@@ -65,6 +65,7 @@ from lectio.rulesets.registry import input_fingerprints
 from lectio.settings import Settings, load_settings
 from assets.names import BATCH_SIZE_TAG, BATCH_TAG, GATE_JOB, INDEX_JOB, INGEST_JOB, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG
 from assets.outcomes import root_cause
+from assets.refusals import refusal
 from pipelines.run_owners import fail_orphaned_runs
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -361,9 +362,10 @@ def _failed_runs_sensor(where: str):
         # The tick says which run it handled (a run-failure sensor requests no runs, so Dagster's
         # own line would read "0 runs requested"); Dagster then handles one failed run per tick.
         run = context.dagster_run
-        if REFUSED_TAG in run.tags:
+        if refusal(context.instance, run):
             # Refused at its first step, having done nothing: the one who launched it reads why on
-            # its page; the team is not paged for a selection made in the UI.
+            # its page; the team is not paged for a selection made in the UI. Proven by the run's
+            # events, not its tag, which any launch may carry (assets.refusals).
             return SkipReason(f"run {run.run_id[:8]} was refused at its start ({run.tags[REFUSED_TAG]}): nothing ran")
         if failed_by_blocking_checks(context):
             # alert_on_failed_checks reports it, with the check's own details.

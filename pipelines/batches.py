@@ -21,7 +21,8 @@ from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, Run
 
 from assets.index import IndexConfig
 from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, COMMANDS, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS,
-                          INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, REFUSED_TAG, STAGE_TAG)
+                          INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, STAGE_TAG)
+from assets.refusals import refusal
 from assets.source_assets import entry_failure
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
 from lectio.index import locks
@@ -172,19 +173,21 @@ def _cursor_time(cursor: str | None) -> float:
     return float(state["through"]) if isinstance(state, dict) else 0.0
 
 
-def _ingests(run) -> bool:
+def _ingests(instance, run) -> bool:
     """A run of the ingest job, or one that materialises ingest assets (the UI's asset graph and
     asset backfills launch those as Dagster's implicit asset job); not one refused at its start
-    (a partial ingest, assets.source_assets), which made nothing and failed no source."""
-    if REFUSED_TAG in run.tags:
+    (a partial ingest, assets.source_assets), which made nothing and failed no source. Refused as
+    its events prove (assets.refusals): a launch may carry the refused tag, and a run so tagged
+    was still read and embedded, or failed, and its batch's index must take it."""
+    if not (run.job_name == INGEST_JOB or set(run.asset_selection or ()) & INGEST_KEYS):
         return False
-    return run.job_name == INGEST_JOB or bool(set(run.asset_selection or ()) & INGEST_KEYS)
+    return refusal(instance, run) is None
 
 
 def _ingest_in_progress(instance, ending=None) -> str | None:
     """What ingest work is still queued or running, besides the run `ending`, in words, or None."""
     records = instance.get_run_records(filters=RunsFilter(statuses=NOT_FINISHED))
-    runs = [r for r in records if _ingests(r.dagster_run) and not _finished(r)
+    runs = [r for r in records if _ingests(instance, r.dagster_run) and not _finished(r)
             and (ending is None or r.dagster_run.run_id != ending.run_id)]
     backfills = [b for b in instance.get_backfills(filters=BulkActionsFilter(statuses=OPEN_BACKFILLS))
                  if b.job_name == INGEST_JOB or set(b.asset_selection or ()) & INGEST_KEYS]
@@ -223,8 +226,8 @@ def _ingest_runs_since(instance, since: float) -> list:
     those that asked for their batch's index themselves (request_index_now)."""
     after = datetime.fromtimestamp(since, tz=timezone.utc)
     records = instance.get_run_records(filters=RunsFilter(updated_after=after))
-    return [r for r in records if _ingests(r.dagster_run) and _finished(r) and r.update_timestamp.timestamp() > since
-            and not _index_asked(instance, r.dagster_run)]
+    return [r for r in records if _ingests(instance, r.dagster_run) and _finished(r)
+            and r.update_timestamp.timestamp() > since and not _index_asked(instance, r.dagster_run)]
 
 
 def _index_asked(instance, run) -> bool:
