@@ -31,8 +31,9 @@ from lectio.index import locks, tables, versions
 from lectio.index.build import BuildChecks, build_index
 from lectio.rulesets import registry
 from assets.gate_settings import refuse_loosening
-from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, REFUSED_TAG
+from assets.names import AWAITS_GATE_TAG, FAILED_TAG, GATE_JOB, INDEX_POOL, INGEST_ASSETS, INGEST_JOB, MODEL_TAG
 from assets.outcomes import root_cause
+from assets.refusals import refusal
 from assets.source_assets import INPUTS_KEY, OWNERS, entry_failure
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
@@ -167,6 +168,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "failed_sources": ", ".join(failed) or "none",
                 "quality_failures": "; ".join(f"{s}: {d}" for s, d in sorted(outcome.rejected.items())) or "none",
                 "rule_changes": "; ".join(f"{s}: {c}" for s, c in outcome.rule_changes.items()) or "none",
+                "model_change": outcome.model_change or "none",
                 "awaits_gate": outcome.awaits_gate,
             },
         )
@@ -212,13 +214,16 @@ def _say_on_the_run(context: AssetExecutionContext, problems: dict[str, str]) ->
 
 
 def _hand_to_the_gate(context: AssetExecutionContext, outcome) -> None:
-    """A version held back by a rule change, tagged on the run (index_after_batch asks the gate
-    for it; `lectio run` gates it itself) and named in its log with what gates it."""
+    """A version held back by a rule or model change, tagged on the run (index_after_batch asks the
+    gate for it; `lectio run` gates it itself) and named in its log with what gates it."""
     if not outcome.awaits_gate:
         return
     context.instance.add_run_tags(context.run.run_id, {AWAITS_GATE_TAG: outcome.version})
-    context.log.warning(f"{outcome.version} awaits the migration gate (the chunking rules changed): the job {GATE_JOB} "
-                        "scores it against the live version and switches it in only if it is no worse")
+    why = "the chunking rules changed" if outcome.rule_changes else ""
+    if outcome.model_change:
+        why += (" and " if why else "") + f"the embedding model changed: {outcome.model_change}"
+    context.log.warning(f"{outcome.version} awaits the migration gate ({why}): the job {GATE_JOB} scores it against "
+                        "the live version and switches it in only if it is no worse")
 
 
 def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, embedder: EmbedderResource,
@@ -309,8 +314,10 @@ def _latest_ingest_problem(instance: DagsterInstance, source_id: str, stale: str
     ingest_keys = {AssetKey(name) for name in INGEST_ASSETS}
     for record in instance.get_run_records(RunsFilter(tags={"dagster/partition": source_id}), limit=20):
         run = record.dagster_run
-        if REFUSED_TAG in run.tags or (run.job_name != INGEST_JOB and not set(run.asset_selection or ()) & ingest_keys):
-            continue  # a refused run made nothing (assets.source_assets.partial_ingest)
+        if run.job_name != INGEST_JOB and not set(run.asset_selection or ()) & ingest_keys:
+            continue
+        if refusal(instance, run):
+            continue  # a refused run made nothing (its events prove it, not its tag: assets.refusals)
         if not run.is_finished:
             return f"its ingest run {run.run_id[:8]} has not finished ({run.status.value})"
         events = [e.dagster_event for e in instance.all_logs(run.run_id) if e.is_dagster_event]

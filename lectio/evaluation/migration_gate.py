@@ -237,13 +237,7 @@ def model_change(conn: psycopg.Connection, candidate: str | None) -> bool:
     if not candidate or not live or candidate == live:
         return False
     ids = [getattr(versions.get_version(conn, v), "model_id", "") or "" for v in (live, candidate)]
-    return len({_vectors_of(model_id) for model_id in ids}) > 1
-
-
-def _vectors_of(model_id: str) -> str:
-    from lectio.embedding.backends import BACKENDS
-
-    return "+".join(part for part in model_id.split("+") if part not in BACKENDS)
+    return not versions.same_vectors(*ids)
 
 
 def parse_tolerances(recall: float | None, overrides: Sequence[str],

@@ -29,11 +29,14 @@ class IndexOutcome:
     # Sources the live version holds whose chunks this version cuts by other rules ("old -> new"):
     # such a version is never switched in by the build, only by the migration gate.
     rule_changes: dict[str, str] = field(default_factory=dict)
+    # "old -> new" where this version's vectors are another model's than the live version's (see
+    # model_change): held back for the gate as a rule change is.
+    model_change: str = ""
 
     @property
     def awaits_gate(self) -> bool:
-        """Built to go live, held back for the gate by a rule change."""
-        return bool(self.rule_changes) and not self.live
+        """Built to go live, held back for the gate by a rule or model change."""
+        return bool(self.rule_changes or self.model_change) and not self.live
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,9 @@ def build_index(
 
     A version is switched in only when every source was indexed, or when nothing is live yet:
     a run in which some source failed never replaces what users are searching. Nor does one
-    that cuts a source by other rules than the live version (rule_changes): it is built as a
-    candidate, and only the migration gate switches it in (IndexOutcome.awaits_gate).
+    that cuts a source by other rules than the live version (rule_changes), or embeds with another
+    model (model_change): it is built as a candidate, and only the migration gate switches it in
+    (IndexOutcome.awaits_gate).
 
     With `checks.carry_failed`, a source in `failed_sources` (its ingest failed) no longer holds the
     rest back: the version carries its last good chunks from the live version instead of any it
@@ -94,8 +98,8 @@ def build_index(
     existing = versions.find_ready_version(conn, fp)
     version = existing or loader.build_version(conn, chunks, model_id, fp).version
     # Only a build asked to switch needs them: a candidate goes to the gate anyway.
-    changed = rule_changes(conn, chunks) if switch_live else {}
-    live, reason = _go_live(conn, version, failed_sources, switch_live, changed)
+    changed, model = (rule_changes(conn, chunks), model_change(conn, model_id)) if switch_live else ({}, "")
+    live, reason = _go_live(conn, version, failed_sources, switch_live, _held_for_gate(changed, model))
     if rejected:
         reason += f"; failed quality checks: {admission.describe(rejected)}"
     # Judged before `version` was found or built, so it is never among the revoked.
@@ -108,7 +112,7 @@ def build_index(
         reason += "; failed sources: " + "; ".join(f"{sid}: {what}" for sid, what in sorted(carried.items()))
     details = {sid: ", ".join(f"{r.name}: {r.description}" for r in results) for sid, results in rejected.items()}
     return IndexOutcome(version, rows, existing is not None, live, reason, {**details, **kept_out}, carried,
-                        len(chunks), changed)
+                        len(chunks), changed, model)
 
 
 def rule_changes(conn: psycopg.Connection, chunks: pd.DataFrame) -> dict[str, str]:
@@ -122,6 +126,31 @@ def rule_changes(conn: psycopg.Connection, chunks: pd.DataFrame) -> dict[str, st
     now = chunks.groupby("source_id")["ruleset"].agg(set).to_dict()
     return {sid: f"{', '.join(sorted(before[sid]))} -> {', '.join(sorted(rules))}"
             for sid, rules in sorted(now.items()) if sid in before and before[sid] != rules}
+
+
+def model_change(conn: psycopg.Connection, model_id: str) -> str:
+    """"old -> new" where `model_id` makes other vectors than the ready live version's model, else
+    "". The home's files choose the model a plain build embeds with (the adapted embedder its
+    ACTIVE.json names, the numerics its runtime record chose): a version of another model is a
+    migration, gated on the labelled queries under the model tolerances, never a plain switch."""
+    live = versions.get_version(conn)
+    if live is None or live.status != "ready" or versions.same_vectors(live.model_id, model_id):
+        return ""
+    return f"{live.model_id} -> {model_id}"
+
+
+def _held_for_gate(changed_rules: Mapping[str, str], model: str) -> str:
+    """Why a build asked to switch is left to the migration gate, in words, or "" where it is not."""
+    changes = []
+    if changed_rules:
+        rules = "; ".join(f"{sid}: {change}" for sid, change in changed_rules.items())
+        changes.append(("rule", f"the chunking rules changed ({rules})"))
+    if model:
+        changes.append(("model", f"the embedding model changed ({model})"))
+    if not changes:
+        return ""
+    what = " and ".join(what for _, what in changes)
+    return f"{what}, and a {' and '.join(kind for kind, _ in changes)} change goes live only through the migration gate"
 
 
 def _chunks_to_index(conn: psycopg.Connection, chunks: pd.DataFrame, failed_sources: list[str],
@@ -198,8 +227,9 @@ def _last_good_chunks(conn: psycopg.Connection, failed: list[str], sources: Mapp
 
 
 def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], switch_live: bool,
-             changed_rules: Mapping[str, str]) -> tuple[bool, str]:
-    """Whether `version` is live now (switched to when the rule of build_index allows), and why."""
+             held: str) -> tuple[bool, str]:
+    """Whether `version` is live now (switched to when the rule of build_index allows), and why;
+    `held`: why only the migration gate may switch it in ("" where a build may)."""
     current = versions.get_version(conn)
     # A revoked live version serves nobody: any version built from the file beats it, even one
     # that lacks a failed source.
@@ -209,10 +239,8 @@ def _go_live(conn: psycopg.Connection, version: str, failed_sources: list[str], 
         return current == version, f"built as a candidate; {current or 'nothing'} stays live"
     if failed_sources and current is not None and not live_revoked:
         return False, f"kept {current} live because these sources failed: {', '.join(failed_sources)}"
-    if changed_rules:  # never found against a revoked live version (rule_changes)
-        changes = "; ".join(f"{sid}: {change}" for sid, change in changed_rules.items())
-        return False, (f"built as a candidate, {current} stays live: the chunking rules changed ({changes}), and a rule "
-                       "change goes live only through the migration gate")
+    if held:  # never found against a revoked live version (rule_changes, model_change)
+        return False, f"built as a candidate, {current} stays live: {held}"
     # Its lexical mirror before it serves: until one is built, a search scores BM25 in SQL, whose
     # time grows with private postings it reads and then drops (a few seconds of the full corpus).
     mirror.ensure(conn, versions.get_version(conn, version))

@@ -64,6 +64,17 @@ def fingerprint(chunks: pd.DataFrame, model_id: str) -> str:
     return digest.hexdigest()
 
 
+def same_vectors(model_id: str, other: str) -> bool:
+    """Whether two model ids make the same vectors: the same model, release and numerics (the
+    runtime alone, torch or ONNX, makes the same ones)."""
+    from lectio.embedding.backends import BACKENDS
+
+    def vectors_of(model: str) -> str:
+        return "+".join(part for part in model.split("+") if part not in BACKENDS)
+
+    return vectors_of(model_id) == vectors_of(other)
+
+
 def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
     live = live_version(conn)
     rows = conn.execute(
