@@ -94,8 +94,9 @@ def build_migration_assets(partitions_def: PartitionsDefinition) -> list:
                    index_evaluation: dict):
         """Which version users search: the candidate goes live only when the gate passes. Filled by `lectio migrate`
         (or the jobs migrate_index and gate_candidate, which index_after_batch asks for when a build held a rule
-        change back); `lectio run` and build_index switch versions without it unless the chunking rules changed, so it
-        stays "Never materialized" until the first migration and `lectio index list` is the record of what is live."""
+        or model change back); `lectio run` and build_index switch versions without it unless the chunking rules or
+        the embedding model changed, so it stays "Never materialized" until the first migration and `lectio index
+        list` is the record of what is live."""
         evaluation = index_evaluation
         candidate = evaluation.get("candidate")
         with database.connect() as conn:

@@ -206,24 +206,34 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     if not result.success:
         index["error"] = _failure_message(result, settings.home)
     if index.get("awaits_gate"):
-        index.update(_gate_rule_change(defs, instance, tags, str(index["version"]), echo, settings.home))
+        index.update(_gate_held_back(defs, instance, tags, str(index["version"]), _why_held(index), echo,
+                                     settings.home))
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
 
 
-def _gate_rule_change(defs, instance: DagsterInstance, tags: dict[str, str], candidate: str,
-                      echo: Callable[[str], None], home: Path) -> dict[str, object]:
-    """The migration gate over a version the build held back because the chunking rules changed,
-    as `lectio migrate` runs it with its defaults: what it decided, for the run's index report."""
-    echo(f"the chunking rules changed: gate: scoring {candidate} and the live index …")
+def _why_held(index: dict) -> str:
+    """Why the build held its version back for the gate, from its facts: the chunking rules, the
+    embedding model (the home's files may change it), or both."""
+    why = ["the chunking rules changed"] if index.get("rule_changes") not in (None, "none") else []
+    if (model := index.get("model_change")) not in (None, "none"):
+        why.append(f"the embedding model changed ({model})")
+    return " and ".join(why) or "the chunking rules changed"
+
+
+def _gate_held_back(defs, instance: DagsterInstance, tags: dict[str, str], candidate: str, why: str,
+                    echo: Callable[[str], None], home: Path) -> dict[str, object]:
+    """The migration gate over a version the build held back (`why`: a rule or model change), as
+    `lectio migrate` runs it with its defaults: what it decided, for the run's index report."""
+    echo(f"{why}: gate: scoring {candidate} and the live index …")
     result = _gate(defs, instance, tags, EvaluationConfig(candidate=candidate), GateConfig())
     if not result.success:
         return {"gate": {"passed": False, "reason": f"the gate failed: {_failure_message(result, home)}"}}
     gate = result.output_for_node("live_index")
     now = (f"switched {gate['live']} -> {candidate}" if gate["switched"]
            else f"kept {gate['live']} live; {candidate} not switched in")
-    decided = f"the chunking rules changed, so the migration gate decided: {gate['decision']}: {gate['reason']}"
+    decided = f"{why}, so the migration gate decided: {gate['decision']}: {gate['reason']}"
     return {"gate": gate, "live": gate["switched"], "live_index": f"{now} by the migration gate", "decision": decided}
 
 
