@@ -5,7 +5,7 @@ database opened, the query embedded and the search run. Timed in rounds that alt
 baseline, measured in the same run: a fresh `python -c "import torch, sentence_transformers"`,
 the imports alone that a search on the torch runtime would add. Also reported: whether the search
 process imported torch at all (it should not where this home measured ONNX as giving the index's
-vectors; lectio.embedding.backends.query_runtime).
+vectors; lectio.embedding.runtime_choice.query_runtime).
 
     LECTIO_HOME=/tmp/small lectio run --sources tests/fixtures/sources.yaml   # once
     LECTIO_HOME=/tmp/small python benchmarks/cli_search_wall.py [--rounds 7] [--query "peace with God"]

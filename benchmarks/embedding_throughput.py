@@ -143,7 +143,7 @@ def main() -> None:
         "lectio_warm_chunks_per_s": round(n / warm, 1),
         "cold_vs_baseline": round(baseline / cold_s, 3),
         "cold_vs_bare_torch_fp32": round(torch_fp32 / cold_s, 3),
-        # The runtime this home chose (lectio.embedding.backends) against the machine's best bare
+        # The runtime this home chose (lectio.embedding.runtime_choice) against the machine's best bare
         # numerics and against plain torch fp32.
         "bars": {"cold_vs_best_bare >= 0.9": baseline / cold_s >= 0.9,
                  "cold_vs_bare_torch_fp32 >= 1.3": torch_fp32 / cold_s >= 1.3},

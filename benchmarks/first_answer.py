@@ -8,9 +8,10 @@ indexed and ranks them for the query by cosine. The ratio (lectio / bare) is the
 absolute seconds follow the machine's load. Each round makes a new home (a new embedded server, a
 new Dagster instance, the model exported to ONNX again); with --measure the runtime is left to the
 home, as on a fresh clone (the fixture sources weigh less than a measurement pays for, so the home
-records a provisional runtime: lectio.embedding.backends.settle), otherwise it is set to ONNX fp32. With --busy a
-process keeps one core busy meanwhile, as a machine people are using does. The corpus is shared
-(LECTIO_CORPUS_DIR, fetched once before the rounds), as a second home on one machine shares it.
+records a provisional runtime: lectio.embedding.runtime_choice.settle), otherwise it is set to ONNX
+fp32. With --busy a process keeps one core busy meanwhile, as a machine people are using does. The
+corpus is shared (LECTIO_CORPUS_DIR, fetched once before the rounds), as a second home on one
+machine shares it.
 
     python benchmarks/first_answer.py [--rounds 3] [--measure] [--busy]
 """

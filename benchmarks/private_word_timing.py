@@ -23,7 +23,7 @@ import time
 
 from psycopg import sql
 
-from lectio.embedding.measurement import median_interval
+from lectio.embedding.comparison import median_interval
 from lectio.index import mirror, schema, security, versions
 from lectio.index.database import ensure_database
 from lectio.retrieval import lexical

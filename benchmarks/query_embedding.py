@@ -4,7 +4,7 @@ process's time to its first.
 p50/p95 of `Embedder.encode([query])` over the queries of data/queries/*.jsonl, on a thread set
 up as the search's query pool sets its threads up (`one_model_thread`: torch on one thread;
 ONNX Runtime's query session: one intra-op thread; every core; every core spinning within a run;
-whichever this home measured is reported, lectio.embedding.backends.query_session), each
+whichever this home measured is reported, lectio.embedding.runtime_choice.query_session), each
 timed in turn query by query, the order turned round from one query to the next, over
 `--rounds` passes; p50/p95 of each query set too. Then, in a fresh process per backend:
 the seconds from the first import to the first query's vector (imports, model load, the
@@ -26,7 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lectio.embedding import backends, numerics, onnx_runtime
+from lectio.embedding import numerics, onnx_runtime, runtime_choice
 from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice, one_model_thread, release_of
 from lectio.evaluation.querysets import load_queries
 from lectio.settings import PROJECT_ROOT
@@ -103,7 +103,7 @@ def main() -> None:
     for name in names[2:]:  # paired query by query, so the machine's other work cancels out
         report[f"median_onnx_over_{name}"] = round(float(np.median(np.asarray(latencies["onnx"]) /
                                                                    np.asarray(latencies[name]))), 2)
-    report["query_session_this_home_chose"] = backends.query_session(MODEL_NAME, release_of(MODEL_NAME))
+    report["query_session_this_home_chose"] = runtime_choice.query_session(MODEL_NAME, release_of(MODEL_NAME))
     report["first_embedding"] = {name: first_embedding(name) for name in ("torch", "onnx")}
     print(json.dumps(report, indent=2))
 

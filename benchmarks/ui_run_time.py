@@ -113,13 +113,13 @@ def _choose_runtime() -> str:
     it (minutes on a busy machine), which neither side should be charged for. With
     LECTIO_EMBED_BACKEND and LECTIO_EMBED_PRECISION both set, no run measures, nor does this.
     Returns the ingest runtime both sides embed with, as backend/precision, for the report."""
-    from lectio.embedding import backends
+    from lectio.embedding import runtime_choice
     from lectio.embedding.model import MODEL_NAME, release_of
 
     backend, precision = os.environ.get("LECTIO_EMBED_BACKEND"), os.environ.get("LECTIO_EMBED_PRECISION")
     if backend and precision:
         return f"{backend}/{precision} (set)"
-    record = backends.measured(MODEL_NAME, release_of(MODEL_NAME))
+    record = runtime_choice.measured(MODEL_NAME, release_of(MODEL_NAME))
     return f"{backend or record['backend']}/{precision or record['precision']} (measured; quiet: {record.get('quiet')})"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lectio.embedding import backends
+from lectio.embedding import runtime_choice, runtime_record
 from lectio.embedding.model import MODEL_NAME, release_of
 
 
@@ -19,10 +19,11 @@ def model_command(args) -> int:
         return adapt_command(args)
     if args.action == "rank":
         return rank_command(args)
-    before = backends.recorded(MODEL_NAME, release_of(MODEL_NAME))
+    before = runtime_record.recorded(MODEL_NAME, release_of(MODEL_NAME))
     # Showing only reads: a home with no record, or one that does not parse, is said so, not
     # measured (a measurement takes minutes; `measure` and the next run that needs one do it).
-    record = before if args.action == "show" else backends.measured(MODEL_NAME, release_of(MODEL_NAME), again=True)
+    record = before if args.action == "show" else runtime_choice.measured(MODEL_NAME, release_of(MODEL_NAME),
+                                                                          again=True)
     rerankers, embedders, rankers = trained_rerankers(), adapted_embedders(), trained_rankers()
     if args.json:
         shown = record or {"recorded": None, "why": _unrecorded()}
@@ -41,7 +42,7 @@ def model_command(args) -> int:
 
 def _unrecorded() -> str:
     """Why there is no runtime to show, in one line: no record yet, or one that does not parse."""
-    path = backends.record_file(MODEL_NAME, release_of(MODEL_NAME))
+    path = runtime_record.record_file(MODEL_NAME, release_of(MODEL_NAME))
     state = "does not parse as a runtime record and is ignored" if path.exists() else "is not there yet"
     return (f"embedding runtime: {path} {state}; the next run that needs it measures "
             "(or `lectio model measure` now)")
@@ -53,10 +54,10 @@ def describe(record: dict) -> str:
     lines = [f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores (onnxruntime {machine.get('onnxruntime', '?')}, "
              f"torch {machine.get('torch', '?')})",
              f"ingest: {record['backend']}/{record.get('precision', 'fp32')}; queries: "
-             f"{'/'.join(backends.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
+             f"{'/'.join(runtime_choice.query_runtime_of(record) or (record['backend'], record.get('precision', 'fp32')))}; "
              + ("" if record.get("provisional") else
                 f"measured {record.get('measured_at', '?')} on {record.get('texts', '?')} texts, ")
-             + backends.rounds_told(record)
+             + runtime_record.rounds_told(record)
              + ("; the first run whose sources reach it measures, as does `lectio model measure`"
                 if record.get("provisional") else "")]
     query = record.get("query") or {}

@@ -1,4 +1,6 @@
-"""Texts and rounds for measuring the embedding runtimes of a machine.
+"""Texts and rounds for measuring the embedding runtimes of a machine, and the measurement of the
+candidates in them (measure): each one's seconds for a batch, its vectors, its latency for one
+query, and on ONNX Runtime the query session's threads.
 
 A decision that becomes part of an index's model id must not follow a shared machine's noise: it
 is measured on a few hundred real texts in the corpus's length mix (short verses and answers,
@@ -6,22 +8,31 @@ paragraphs, chunks that fill the model's window), each runtime timed in every ro
 order turned round from one round to the next. A machine in use is the normal case, so what is
 compared is each round's ratio between two runtimes, timed back to back: load that lasts slows
 both sides of a pair alike, and a burst that falls on one side spoils one round, which the
-interval for the ratios' median (distribution-free, by the sign test) leaves out once there are
-rounds enough. The rounds' spread and the CPU time other processes took meanwhile are kept as the
-evidence of how quiet the machine was.
+interval for the ratios' median (distribution-free, by the sign test: lectio.embedding.comparison)
+leaves out once there are rounds enough. The rounds go on until the comparisons they are for are
+decided, up to MAX_ROUNDS. The rounds' spread and the CPU time other processes took meanwhile are
+kept as the evidence of how quiet the machine was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 import logging
-import math
 import os
 import random
+import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
+
+from lectio.embedding import onnx_runtime, torch_runtime
+from lectio.embedding.backends import REFERENCE, key
+from lectio.embedding.comparison import decide, decided, relation, threads_choice
 
 # Word counts of the texts measured: the corpus's mix of verse-sized, paragraph-sized and
 # window-filling chunks (most ingest time goes to the long ones).
@@ -29,21 +40,22 @@ LENGTH_MIX = ((0.40, 12, 40), (0.35, 60, 140), (0.25, 160, 230))
 TEXTS = 256
 # Each round times one batch of TIMED_TEXTS (the runtimes' own batch size), the next of the TEXTS,
 # so more paired rounds fit in the same minutes; the first pass over the TEXTS also gives the
-# vectors each runtime's equivalence is judged on (lectio.embedding.backends.measure). Under steady
-# load a decision may take all MAX_ROUNDS: about two minutes beside a busy core. Measured beside
-# other work (AMD EPYC with avx512_bf16): bf16 over ONNX fp32 1.32x on 64 texts, 1.25x on 128,
-# 1.23x on 256.
+# vectors each runtime's equivalence is judged on (measure). Under steady load a decision may take
+# all MAX_ROUNDS: about two minutes beside a busy core. Measured beside other work (AMD EPYC with
+# avx512_bf16): bf16 over ONNX fp32 1.32x on 64 texts, 1.25x on 128, 1.23x on 256.
 TIMED_TEXTS = 64
 QUERIES = 48
 # A runtime's rounds may differ by this much (slowest over fastest, less one) on a quiet machine.
 QUIET_SPREAD = 0.15
-# Five rounds are the fewest whose sign-test interval reaches CONFIDENCE; eleven leave two bursts out.
+# Five rounds are the fewest whose sign-test interval reaches comparison.CONFIDENCE; eleven leave
+# two bursts out.
 MIN_ROUNDS, MAX_ROUNDS = 5, 11
-CONFIDENCE = 0.9
 # The share of every core's time that other processes may take during the rounds of a quiet
 # machine. Measured here: an HNSW build at `nice -n 19` beside the rounds made every runtime 4-5x
 # slower while the rounds still agreed within 3-6 %.
 OTHERS_SHARE = 0.2
+# The rounds of queries that decide the ONNX query session's threads (comparison.threads_choice).
+THREAD_ROUNDS = 3
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +96,6 @@ def queries(count: int = QUERIES, seed: int = 11) -> list[str]:
 
 def spread(seconds: list[float]) -> float:
     return max(seconds) / min(seconds) - 1
-
-
-def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """An interval holding the median of what `values` sample with at least `confidence`, whatever
-    their distribution (the sign test): the k-th smallest and k-th largest value, k as large as
-    that allows; None where there are too few values for any."""
-    n, ordered = len(values), sorted(values)
-    k = 0
-    while k < n // 2 and 1 - 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n >= confidence:
-        k += 1
-    return (ordered[k - 1], ordered[n - k]) if k else None
 
 
 def rounds(runs: dict[str, Callable[[], object]],
@@ -153,3 +154,175 @@ def busy_seconds(stat: Path = Path("/proc/stat")) -> float | None:
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(name: str, release: str, pool: list[tuple[str, str]], home: Path | None = None,
+            sample: int = TEXTS) -> dict:
+    """Every candidate on `sample` measurement texts: its seconds taken in rounds, its vectors (from
+    the rounds' own batches) compared with torch fp32's, its single-query latency; and the decision."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    sample_texts, sample_queries = texts(sample), queries()
+    runners, found = {}, {}
+    for runtime in pool:
+        try:
+            runners[key(runtime)] = _runner(name, release, runtime, home)
+        except Exception as exc:  # noqa: BLE001 - whatever stops a runtime leaves the others
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            log.warning("embedding runtime %s cannot run here: %s", key(runtime), reason)
+            found[key(runtime)] = {"reason": reason}
+    batches = _Batches(sample_texts, min(sample, TIMED_TEXTS), {k: run for k, (run, _) in runners.items()})
+    if key(REFERENCE) in runners:
+        reference = batches.vectors
+    else:
+        fixed = torch_runtime.vectors(name, batches.texts)
+        reference = lambda: fixed  # noqa: E731 - the same call as batches.vectors
+
+    def settled(seconds: dict[str, list[float]]) -> bool:
+        if not batches.complete():  # every text embedded by every runtime: the equivalence can be judged
+            return False
+        return decided({k: s for k, s in seconds.items() if _close(found, batches, reference, k)})
+
+    seconds, quiet = rounds({k: batches.timed(k) for k in runners}, settled)
+    for k, times in seconds.items():
+        if _close(found, batches, reference, k):
+            found[k] |= {"seconds": times, "texts_per_second": round(batches.size / statistics.median(times), 1),
+                         "spread": round(spread(times), 3), "query_ms": _latency(runners[k][1], sample_queries)}
+    record = decide(found) | {"candidates": found, "quiet": quiet, "texts": len(sample_texts),
+                              "timed_texts": batches.size, "measured_at": started}
+    if record["query"] and record["query"]["backend"] == "onnx":
+        record["query"] |= _query_threads(found, record["query"]["precision"], quiet, (name, release, home),
+                                          sample_queries)
+    return record
+
+
+class _Batches:
+    """The measurement texts in batches of `size`, one a round: each round every runtime embeds the
+    next batch, and the first pass over them gives each runtime's vectors of every text (in the
+    batches' order, `texts`), on which its equivalence to torch fp32 is judged, so the texts are
+    embedded once for both. Each batch takes every n-th text, so each has the texts' length mix.
+    Each runtime embeds a few texts first, outside the clock, so no round pays a first call's setup."""
+
+    def __init__(self, texts: list[str], size: int, runners: dict):
+        self.size, self.runners = size, runners
+        count = -(-len(texts) // size)
+        self.parts = [texts[i::count] for i in range(count)]
+        self.texts = [text for part in self.parts for text in part]
+        self.made: dict[str, list[np.ndarray]] = {k: [] for k in runners}
+        self.calls = dict.fromkeys(runners, 0)
+        for run in runners.values():
+            run(texts[:8])
+
+    def timed(self, k: str):
+        def once():
+            vectors = self.runners[k](self.parts[self.calls[k] % len(self.parts)])
+            if self.calls[k] < len(self.parts):
+                self.made[k].append(np.asarray(vectors))
+            self.calls[k] += 1
+        return once
+
+    def complete(self) -> bool:
+        return all(calls >= len(self.parts) for calls in self.calls.values())
+
+    def vectors(self, k: str = key(REFERENCE)) -> np.ndarray:
+        """Runtime `k`'s vectors of every text; the batches it has not embedded yet are embedded now."""
+        while self.calls[k] < len(self.parts):
+            self.timed(k)()
+        return np.concatenate(self.made[k])
+
+
+def _close(found: dict, batches: _Batches, reference, k: str) -> bool:
+    """Whether runtime `k`'s vectors are close enough to torch fp32's to ingest with; judged once,
+    and kept in `found` as its equivalence. `reference()` gives torch fp32's vectors."""
+    if "equivalence" not in found.setdefault(k, {}):
+        found[k]["equivalence"] = relation(batches.vectors(k), reference())
+    return found[k]["equivalence"]["relation"] != "apart"
+
+
+def _query_threads(found: dict, precision: str, quiet: bool, model: tuple, queries: list[str]) -> dict:
+    """The ONNX query session's threads: more than one only on the word of a quiet machine; a busy
+    one keeps one thread, the choice that never takes the core a search's lexical side works on."""
+    if not quiet:
+        return {"threads": 1, "spin": False}
+    name, release, home = model
+    path = onnx_runtime.ensure_export(name, release, precision, home)
+    threads = found[key(("onnx", precision))]["query_threads"] = query_threads_measured(path, name, queries)
+    return {"threads": threads["threads"], "spin": threads["spin"]}
+
+
+def _runner(name: str, release: str, runtime: tuple[str, str], home: Path | None):
+    """(embed a batch, embed one query) for a runtime."""
+    backend, precision = runtime
+    if backend == "onnx":
+        model = onnx_runtime.OnnxModel(onnx_runtime.ensure_export(name, release, precision, home), name=name)
+        return (lambda texts: model.encode(texts, kind="batch")), (lambda query: model.encode([query], kind="query"))
+    return ((lambda texts: torch_runtime.vectors(name, texts, 64, precision)),
+            (lambda query: torch_runtime.vectors(name, [query], 1, precision)))
+
+
+def _latency(embed_one, queries: list[str]) -> dict:
+    embed_one(queries[0])
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        embed_one(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return _p50_p95(times)
+
+
+def query_threads_measured(path: Path, name: str, queries: list[str], rounds: int = THREAD_ROUNDS) -> dict:
+    """One query's latency (ms) on ONNX Runtime's query session with one intra-op thread and with
+    every core (spinning within a run, and not), alternating query by query, alone and beside a
+    busy core; and the setting chosen by it (threads_choice)."""
+    many = onnx_runtime.cores()
+    if many < 2:
+        return {"threads": 1, "spin": False}
+    settings = {"1": (1, False), str(many): (many, False), f"{many}+spin": (many, True)}
+    models = {label: onnx_runtime.OnnxModel(path, name=name, query=query) for label, query in settings.items()}
+    alone = _alternating(models, queries, rounds)
+    with _busy_core(onnx_runtime.OnnxModel(path, name=name), queries):
+        beside = _alternating(models, queries, rounds)
+    threads, spin = settings[threads_choice(alone, beside, rounds)]
+    return {"alone": _percentiles(alone), "beside_a_busy_core": _percentiles(beside), "threads": threads, "spin": spin}
+
+
+def _alternating(models: dict, queries: list[str], rounds: int) -> dict[str, list[float]]:
+    """Each query embedded by every model in turn, the order turned round from query to query,
+    so a burst of the machine's other work falls on all alike."""
+    for model in models.values():
+        model.encode([queries[0]], kind="query")
+    names = list(models)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for i, query in enumerate(queries * rounds):
+        turn = i % len(names)
+        for n in names[turn:] + names[:turn]:
+            started = time.perf_counter()
+            models[n].encode([query], kind="query")
+            times[n].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+@contextlib.contextmanager
+def _busy_core(model, queries: list[str]):
+    """Another thread embedding queries meanwhile: a core as busy as a hybrid search's lexical side
+    keeps one while its query is embedded."""
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            model.encode([queries[0]], kind="query")
+
+    worker = threading.Thread(target=work, name="lectio-busy-core", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _percentiles(times: dict[str, list[float]]) -> dict:
+    return {n: _p50_p95(t) for n, t in times.items()}
+
+
+def _p50_p95(milliseconds: list[float]) -> dict:
+    return {"p50": round(float(np.percentile(milliseconds, 50)), 2), "p95": round(float(np.percentile(milliseconds, 95)), 2)}

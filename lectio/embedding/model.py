@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lectio.embedding import backends, numerics, onnx_runtime, torch_runtime
+from lectio.embedding import backends, numerics, onnx_runtime, runtime_choice, runtime_record, torch_runtime
 from lectio.embedding.packaged import (DIMENSIONS, MAX_SEQ_TOKENS, MAX_TEXT_TOKENS, MODEL_NAME,  # noqa: F401
                                        PACKAGED_MODELS, base_of, home_choice, known, model_path, release_of)
 from lectio.settings import runtime_settings
@@ -97,14 +97,14 @@ def configured_model(backend: str | None = None, name: str | None = None) -> Mod
     """The model new embeddings are made with (`name`, else configured_name), and its backend and
     numerics: `backend` where the caller names one, else LECTIO_EMBED_BACKEND and
     LECTIO_EMBED_PRECISION, and what they leave open as this machine measured fastest among the
-    runtimes close enough to fp32 (lectio.embedding.backends)."""
+    runtimes close enough to fp32 (lectio.embedding.runtime_choice)."""
     name = name or configured_name()
-    return _configured(name, backend, backends.stamp(name, release_of(name)))
+    return _configured(name, backend, runtime_record.stamp(name, release_of(name)))
 
 
 @lru_cache(maxsize=8)
 def _configured(name: str, backend: str | None, _stamp: tuple | None = None) -> ModelChoice:
-    chosen_backend, precision = backends.choose(name, release_of(name), backend)
+    chosen_backend, precision = runtime_choice.choose(name, release_of(name), backend)
     return ModelChoice(name, precision, chosen_backend)
 
 
@@ -214,7 +214,7 @@ def _query_choice(model_id: str, home: Path) -> ModelChoice:
     """Read once per process and LECTIO_HOME: a search must neither load the settings nor read
     the home's record every time (a new measurement is taken up by the next process)."""
     made = ModelChoice.of_id(model_id)
-    backend, precision = backends.query_runtime(made.name, made.release, (made.backend, made.precision))
+    backend, precision = runtime_choice.query_runtime(made.name, made.release, (made.backend, made.precision))
     return ModelChoice(made.name, precision, backend)
 
 
@@ -222,7 +222,7 @@ def _query_choice(model_id: str, home: Path) -> ModelChoice:
 def _query_session(name: str, release: str, home: Path) -> tuple[int, bool]:
     """The ONNX query session's threads (and whether they spin) as this home measured them; read
     once per process and LECTIO_HOME, as _query_choice."""
-    return backends.query_session(name, release)
+    return runtime_choice.query_session(name, release)
 
 
 def check_settings() -> None:
@@ -252,7 +252,7 @@ class Embedder:
     def for_model(self, model_id: str) -> Embedder:
         """The embedder of the queries of an index version whose vectors `model_id` made: its own
         model, on the fastest runtime this home recorded as giving that model's vectors
-        (lectio.embedding.backends.query_runtime: ONNX for a torch-built version where the two
+        (lectio.embedding.runtime_choice.query_runtime: ONNX for a torch-built version where the two
         were measured interchangeable), so a search need not import torch."""
         return self._for(Embedder.query_choice(model_id))
 

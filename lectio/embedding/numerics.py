@@ -1,11 +1,12 @@
 """Which numerics the model runs in: fp32, bf16 autocast or int8 dynamic quantization.
 
 What the CPU offers is read from its flags; which of it is used is measured, not assumed
-(lectio.embedding.backends): the same bf16 autocast ran 2.3x fp32 on a Xeon with AMX and about
-3x slower than fp32 on a Xeon whose AVX-512 lacks native bf16. LECTIO_EMBED_PRECISION=fp32|bf16|int8
-fixes it instead (int8 dynamic quantization moved vectors to a mean cosine of 0.93 from fp32's:
-too far for a retrieval index, so it is used only when asked). The precision is part of the
-embedding cache key, so vectors of different numerics never meet in one index version.
+(lectio.embedding.runtime_choice): the same bf16 autocast ran 2.3x fp32 on a Xeon with AMX and
+about 3x slower than fp32 on a Xeon whose AVX-512 lacks native bf16.
+LECTIO_EMBED_PRECISION=fp32|bf16|int8 fixes it instead (int8 dynamic quantization moved vectors to
+a mean cosine of 0.93 from fp32's: too far for a retrieval index, so it is used only when asked).
+The precision is part of the embedding cache key, so vectors of different numerics never meet in
+one index version.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ one query at 2.8× (benchmarks/embedding_throughput.py, benchmarks/query_embeddi
 Two sessions per model, each made once and reused by every thread: one for a query (the service
 embeds one query per search beside the database's work on it), and one with every core this
 process may use, for ingestion's batches. The query session runs one thread unless this home
-measured every core faster for one query, beside a busy core too (lectio.embedding.backends): a
+measured every core faster for one query, beside a busy core too (lectio.embedding.measurement): a
 choice of the machine, not of the code. Its threads spin only where that measured faster too,
 and then only within a run (`session.force_spinning_stop`), so the database's work after it has
 the cores. Neither changes a vector (the same bits for all 775 queries data/queries held when

@@ -3,7 +3,7 @@ the ones a home adapted to its corpus from them (lectio.training.embedder).
 
 An adapted model is named `<base>-adapted-<fingerprint>`, and its weights are a sentence-transformers
 folder under the home (models/embedders/<name>/); it has its base's shape, tokenizer and runtimes,
-so what is measured of a runtime (lectio.embedding.backends) is measured once, on the base.
+so what is measured of a runtime (lectio.embedding.runtime_record) is measured once, on the base.
 
 Below everything else in lectio.embedding (it imports only the file helper model_file), so that
 each backend can find the weights without the embedder's module.

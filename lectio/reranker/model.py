@@ -124,9 +124,9 @@ def _loaded(home: str, model_id: str) -> CrossEncoder:
 def precision(home: Path) -> str:
     """bf16 where this home measured torch faster in it than in fp32 for the embedding model, the
     same architecture; fp32 otherwise (and before any measurement)."""
-    from lectio.embedding import backends
+    from lectio.embedding import runtime_record
     from lectio.embedding.packaged import MODEL_NAME, release_of
 
-    record = backends.recorded(MODEL_NAME, release_of(MODEL_NAME), home) or {}
+    record = runtime_record.recorded(MODEL_NAME, release_of(MODEL_NAME), home) or {}
     speed = {name: found.get("texts_per_second") or 0 for name, found in (record.get("candidates") or {}).items()}
     return "bf16" if speed.get("torch/bf16", 0) > speed.get("torch/fp32", 0) > 0 else "fp32"

@@ -23,7 +23,7 @@ from lectio.rulesets.scripture import SCRIPTURE, chapter_share
 from lectio.rulesets.strongs import LEXICON
 from lectio.rulesets.theses import THESES
 from lectio.rulesets.westminster import WESTMINSTER
-from lectio.embedding import backends
+from lectio.embedding import runtime_choice
 from lectio.embedding.model import configured_name, model_id
 from lectio.embedding.packaged import release_of
 from lectio.readers.changes import fetch_missing_modules, input_files, input_fingerprint
@@ -198,11 +198,11 @@ def _text_file_weight(path: Path | None) -> int:
 
 def settle_runtime(sources_file: Path, corpus_dir: Path) -> None:
     """The home's embedding runtime settled before a run takes its model id: measured where these
-    sources' inputs pay for it, provisional where they do not (lectio.embedding.backends.settle);
+    sources' inputs pay for it, provisional where they do not (lectio.embedding.runtime_choice.settle);
     nothing to weigh once it is measured."""
     name = configured_name()
-    if not backends.settled(name, release_of(name)):
-        backends.settle(name, release_of(name), _fetched_weight(sources_file, corpus_dir))
+    if not runtime_choice.settled(name, release_of(name)):
+        runtime_choice.settle(name, release_of(name), _fetched_weight(sources_file, corpus_dir))
 
 
 def _fetched_weight(sources_file: Path, corpus_dir: Path) -> int | None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lectio.embedding import backends, measurement, model, numerics, onnx_runtime
+from lectio.embedding import backends, measurement, model, numerics, onnx_runtime, runtime_choice, runtime_record
 from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
 from lectio.index import versions
@@ -33,7 +33,7 @@ TEXTS = ["Jesus wept.", "The Lord is my shepherd; I shall lack nothing. " * 3,
 
 
 def _clear():
-    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, runtime_choice._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -63,13 +63,13 @@ def test_the_export_is_made_from_the_packaged_weights_into_an_empty_home(tmp_pat
     stamp = path.stat().st_mtime_ns
     assert onnx_runtime.ensure_export(choice.name, choice.release, "fp32", home).stat().st_mtime_ns == stamp
     # The home's measurement of the backends, recorded beside the export.
-    measured = backends.measured(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], home, sample=32)
-    assert measured["backend"] in backends.BACKENDS and measured["machine"] == backends.machine()
+    measured = runtime_choice.measured(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], home, sample=32)
+    assert measured["backend"] in backends.BACKENDS and measured["machine"] == runtime_record.machine()
     assert measured["candidates"]["onnx/fp32"]["equivalence"]["relation"] == "interchangeable"
-    assert measured["query"] is not None and (path.parent / backends.CHOICE_FILE).is_file()
+    assert measured["query"] is not None and (path.parent / runtime_record.CHOICE_FILE).is_file()
     if measured["query"]["backend"] == "onnx":  # and how many threads its query session runs
         assert measured["query"]["threads"] in (1, onnx_runtime.cores())
-        assert backends.query_session(choice.name, choice.release, home) == (measured["query"]["threads"],
+        assert runtime_choice.query_session(choice.name, choice.release, home) == (measured["query"]["threads"],
                                                                              measured["query"]["spin"])
 
 
@@ -86,12 +86,12 @@ def test_the_query_session_runs_the_threads_this_home_measured_and_they_change_n
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == str(int(query[1]))
         for text in TEXTS + measurement.queries(16):
             assert np.array_equal(one.encode([text]), every_core.encode([text]))
-    found = backends.query_threads_measured(path, choice.name, measurement.queries(8), rounds=1)
+    found = measurement.query_threads_measured(path, choice.name, measurement.queries(8), rounds=1)
     assert found["threads"] in (1, many) and (many == 1 or set(found["alone"]) == {"1", str(many), f"{many}+spin"})
     # A home that recorded every core for its queries: its query embedder's session runs them.
-    record = {"backend": "onnx", "precision": "fp32", "machine": backends.machine(),
+    record = {"backend": "onnx", "precision": "fp32", "machine": runtime_record.machine(),
               "query": {"backend": "onnx", "precision": "fp32", "threads": many, "spin": True}}
-    (path.parent / backends.CHOICE_FILE).write_text(json.dumps(record))
+    (path.parent / runtime_record.CHOICE_FILE).write_text(json.dumps(record))
     monkeypatch.setenv("LECTIO_HOME", str(home))
     embedder = Embedder(choice=choice)
     embedder.encode(["grace"])
@@ -196,7 +196,7 @@ def test_queries_of_a_torch_built_version_run_on_the_runtime_recorded_fastest(tm
 
     home = tmp_path / "home"
     torch_built = ModelChoice()
-    record = backends.measured(torch_built.name, torch_built.release, [("onnx", "fp32"), ("torch", "fp32")], home,
+    record = runtime_choice.measured(torch_built.name, torch_built.release, [("onnx", "fp32"), ("torch", "fp32")], home,
                                sample=32)
     probe = ("import sys; from lectio.embedding.model import Embedder; "
              f"e = Embedder.for_queries_of({torch_built.id!r}); e.encode(['grace']); "

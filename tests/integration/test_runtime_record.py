@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lectio.embedding import backends
+from lectio.embedding import measurement, runtime_choice, runtime_record
 from lectio.embedding.model import MODEL_NAME, release_of
 from pipelines.cli import main as cli
 
@@ -53,8 +53,8 @@ def chosen_by_the_record(monkeypatch):
     def no_measuring(*args, **kwargs):
         raise AssertionError("measured")
 
-    monkeypatch.setattr(backends, "measure", no_measuring)
-    return backends.record_file(MODEL_NAME, release_of(MODEL_NAME))
+    monkeypatch.setattr(measurement, "measure", no_measuring)
+    return runtime_record.record_file(MODEL_NAME, release_of(MODEL_NAME))
 
 
 def _write(path: Path, text: str) -> None:
@@ -64,13 +64,13 @@ def _write(path: Path, text: str) -> None:
 
 def _valid(machine) -> dict:
     return {"backend": "onnx", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"},
-            "provisional": {"input_bytes": 60, "measure_from_bytes": backends.MEASURE_FROM_BYTES}, "machine": machine}
+            "provisional": {"input_bytes": 60, "measure_from_bytes": runtime_choice.MEASURE_FROM_BYTES}, "machine": machine}
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
 def test_a_corrupt_record_is_ignored_at_every_door(home, chosen_by_the_record, corruption, capsys):
     path = chosen_by_the_record
-    _write(path, json.dumps(_valid(backends.machine()) | CORRUPTIONS[corruption]))
+    _write(path, json.dumps(_valid(runtime_record.machine()) | CORRUPTIONS[corruption]))
     capsys.readouterr()
     assert cli(["search", "grace", "--json"]) == 0
     out, err = capsys.readouterr()
@@ -85,7 +85,7 @@ def test_a_corrupt_record_is_ignored_at_every_door(home, chosen_by_the_record, c
 
     # A run needs a runtime: it records one again (provisional for so small a home, not measured).
     assert cli(["run", "--json"]) == 0, capsys.readouterr()
-    assert backends.valid_record(json.loads(path.read_text()))
+    assert runtime_record.valid_record(json.loads(path.read_text()))
 
 
 @pytest.mark.parametrize("text", ["{", "[]", '{"backend": "onnx"}'], ids=["not json", "a list", "no machine"])
@@ -109,9 +109,9 @@ def test_a_query_runtime_not_interchangeable_with_the_index_is_not_obeyed(home, 
 
     from lectio.embedding import onnx_runtime
 
-    _write(chosen_by_the_record, json.dumps(_valid(backends.machine()) | {"query": query}))
+    _write(chosen_by_the_record, json.dumps(_valid(runtime_record.machine()) | {"query": query}))
     release = release_of(MODEL_NAME)
-    assert backends.query_runtime(MODEL_NAME, release, ("onnx", "fp32")) == ("onnx", "fp32")
+    assert runtime_choice.query_runtime(MODEL_NAME, release, ("onnx", "fp32")) == ("onnx", "fp32")
     # A search in a process of its own, as a user's: nothing exported or loaded for int8.
     int8 = onnx_runtime.model_file(MODEL_NAME, release, "int8")
     int8.unlink(missing_ok=True)

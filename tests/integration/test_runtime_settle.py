@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from lectio.embedding import backends, model, numerics
+from lectio.embedding import backends, measurement, model, numerics, runtime_choice, runtime_record
 from lectio.index import versions
 from lectio.rulesets.registry import input_bytes
 from lectio.rulesets.scripture import chapter_share
@@ -29,7 +29,7 @@ SOURCES = "sources:\n  - {id: guide, kind: document, format: markdown, path: sta
 
 
 def _forget_choices():
-    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, runtime_choice._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -39,13 +39,13 @@ def test_the_fixtures_weigh_less_than_a_measurement_pays_for_and_a_whole_bible_m
 
     fetch_missing_modules(fixture_sources, settings.corpus_dir)
     light = input_bytes(fixture_sources, settings.corpus_dir)
-    assert 0 < light < backends.MEASURE_FROM_BYTES
+    assert 0 < light < runtime_choice.MEASURE_FROM_BYTES
     web = load_source(fixture_sources, "web", settings.corpus_dir)
     assert chapter_share(web) == pytest.approx(8 / 1189)  # Philippians' 4, Romans 5 and 8, Psalm 23, John 3
     # The same sources reading the whole of the WEB: the module's 4 MB count in full.
     whole = tmp_path / "whole.yaml"
     whole.write_text(Path(fixture_sources).read_text().replace('select: "Philippians; Romans 5; Romans 8; Psalm 23; John 3"', ""))
-    assert input_bytes(whole, settings.corpus_dir) >= backends.MEASURE_FROM_BYTES > light
+    assert input_bytes(whole, settings.corpus_dir) >= runtime_choice.MEASURE_FROM_BYTES > light
     # A module this machine lacks: not known, so measured as before.
     missing = tmp_path / "missing.yaml"
     missing.write_text("sources:\n  - {id: gone, kind: scripture, format: sword-bible, module: NoSuchModule, acl: [public]}\n")
@@ -57,14 +57,14 @@ def test_a_light_homes_first_run_measures_nothing_and_indexes_on_the_provisional
     with home_factory("lectio-settle-", lambda: SOURCES, files=[GUIDE]) as home:
         monkeypatch.delenv("LECTIO_EMBED_BACKEND")
         monkeypatch.delenv("LECTIO_EMBED_PRECISION")
-        monkeypatch.setattr(backends, "measure", lambda *a, **k: pytest.fail("a light home measured its runtimes"))
+        monkeypatch.setattr(measurement, "measure", lambda *a, **k: pytest.fail("a light home measured its runtimes"))
         _forget_choices()
         try:
             report = run_main(home.settings, echo=lambda _: None)
             assert report.index["ok"] and report.index["live"] and not report.failed
             choice = model.ModelChoice()
             record = json.loads((home.settings.home / "models" / f"{choice.name}@{choice.release}"
-                                 / backends.CHOICE_FILE).read_text())
+                                 / runtime_record.CHOICE_FILE).read_text())
             assert record["provisional"]["input_bytes"] == GUIDE.stat().st_size
             assert (record["backend"], record["precision"]) == backends.ORDER[0]
             with home.connect() as conn:
@@ -83,7 +83,7 @@ def test_a_weight_not_known_before_the_modules_are_fetched_is_weighed_again_afte
     corpus = tmp_path / "corpus"
     assert input_bytes(fixture_sources, corpus) is None  # no module fetched into this corpus yet
     shutil.copytree(Path(settings.corpus_dir) / "sword", corpus / "sword")  # as fetching puts them there
-    assert 0 < input_bytes(fixture_sources, corpus) < backends.MEASURE_FROM_BYTES
+    assert 0 < input_bytes(fixture_sources, corpus) < runtime_choice.MEASURE_FROM_BYTES
 
 
 def test_a_new_machines_ui_ingest_measures_nothing_and_the_next_lectio_run_reads_nothing_again(home_factory,
@@ -106,7 +106,7 @@ def test_a_new_machines_ui_ingest_measures_nothing_and_the_next_lectio_run_reads
             report = run_main(settings, echo=lambda _: None)
             assert {o.source_id: o.run_id for o in report.sources if o.reused} == ui_runs
             choice = model.ModelChoice()
-            record = json.loads(backends.record_file(choice.name, choice.release).read_text())
+            record = json.loads(runtime_record.record_file(choice.name, choice.release).read_text())
             assert record.get("provisional", {}).get("input_bytes") == input_bytes(settings.sources_file, corpus)
         finally:
             _forget_choices()

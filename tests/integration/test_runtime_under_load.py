@@ -12,7 +12,7 @@ import pytest
 
 from pathlib import Path
 
-from lectio.embedding import backends, measurement
+from lectio.embedding import backends, comparison, measurement
 from lectio.embedding.model import ModelChoice
 
 pytestmark = [pytest.mark.slow]
@@ -46,9 +46,9 @@ def test_beside_steady_and_bursty_load_the_paired_rounds_choose_the_faster_close
     load = _beside(STEADY, BURSTS)
     try:
         time.sleep(0.5)  # the load is running before the rounds start
-        record = backends.measure(choice.name, choice.release, [first, other], home, sample=64)
+        record = measurement.measure(choice.name, choice.release, [first, other], home, sample=64)
         # The truth to judge it by: as many rounds as the measurement may take at most, under the same load.
-        runs = {backends.key(r): backends._runner(choice.name, choice.release, r, Path(home))[0] for r in (first, other)}
+        runs = {backends.key(r): measurement._runner(choice.name, choice.release, r, Path(home))[0] for r in (first, other)}
         truth = _paired(runs, measurement.texts(64), measurement.MAX_ROUNDS)
     finally:
         for process in load:
@@ -57,14 +57,14 @@ def test_beside_steady_and_bursty_load_the_paired_rounds_choose_the_faster_close
     seconds = {k: found["seconds"] for k, found in record["candidates"].items() if "seconds" in found}
     assert len(seconds) == 2 and all(len(s) >= measurement.MIN_ROUNDS for s in seconds.values())
     # The choice is what its own rounds say, and they said it as soon as they could.
-    gains = backends.ratios(seconds, other, first)
-    assert (record["ingest"] == other) == backends.faster(gains), (record["ingest"], gains)
-    assert backends.decided(seconds) or len(gains) == measurement.MAX_ROUNDS
+    gains = comparison.ratios(seconds, other, first)
+    assert (record["ingest"] == other) == comparison.faster(gains), (record["ingest"], gains)
+    assert comparison.decided(seconds) or len(gains) == measurement.MAX_ROUNDS
     # And it is right wherever the longer rounds are clear: faster by TIE beyond their interval, or
     # surely not faster by TIE.
-    truly = backends.ratios(truth, other, first)
-    low, high = measurement.median_interval(truly)
-    if low > backends.TIE:
+    truly = comparison.ratios(truth, other, first)
+    low, high = comparison.median_interval(truly)
+    if low > comparison.TIE:
         assert record["ingest"] == other, (gains, truly)
-    if high < backends.TIE:
+    if high < comparison.TIE:
         assert record["ingest"] == first, (gains, truly)

@@ -12,12 +12,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lectio.embedding import backends, measurement, model, numerics, onnx_runtime
+from lectio.embedding import backends, comparison, measurement, model, numerics, onnx_runtime, runtime_choice, runtime_record
 from lectio.embedding.model import MODEL_NAME, Embedder, ModelChoice
 
 
 def _clear():
-    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, runtime_choice._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -131,17 +131,17 @@ def test_unset_the_backend_is_the_one_this_home_measured(fresh, tmp_path):
         return {"backend": "onnx", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"},
                 "candidates": {backends.key(c): {"texts_per_second": 100.0} for c in pool}}
 
-    fresh.setattr(backends, "measure", measure)
+    fresh.setattr(measurement, "measure", measure)
     assert model.configured_model() == replace(choice, backend="onnx")
-    recorded = home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE
-    assert json.loads(recorded.read_text())["machine"] == backends.machine()
+    recorded = home / "models" / f"{choice.name}@{choice.release}" / runtime_record.CHOICE_FILE
+    assert json.loads(recorded.read_text())["machine"] == runtime_record.machine()
     # Read, not measured again: a choice that flipped with the machine's noise would re-embed everything.
     _clear()
     assert model.configured_model().backend == "onnx" and len(calls) == 1
     # Another machine measures again.
     recorded.write_text(json.dumps(json.loads(recorded.read_text()) | {"machine": {"cpu": "another"}}))
     _clear()
-    fresh.setattr(backends, "measure", lambda *a, **k: {"backend": "torch", "precision": "fp32", "candidates": {}})
+    fresh.setattr(measurement, "measure", lambda *a, **k: {"backend": "torch", "precision": "fp32", "candidates": {}})
     assert model.configured_model().backend == "torch"
     assert json.loads(recorded.read_text())["backend"] == "torch"
     # bf16 is torch's autocast: torch, whatever was measured.
@@ -161,27 +161,27 @@ def test_a_home_whose_sources_do_not_pay_for_a_measurement_is_provisional_until_
         return {"backend": "torch", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"},
                 "candidates": {backends.key(c): {"texts_per_second": 100.0} for c in pool}}
 
-    fresh.setattr(backends, "measure", measure)
-    small = backends.MEASURE_FROM_BYTES - 1
-    assert not backends.settled(choice.name, choice.release)
-    record = backends.settle(choice.name, choice.release, small)
+    fresh.setattr(measurement, "measure", measure)
+    small = runtime_choice.MEASURE_FROM_BYTES - 1
+    assert not runtime_choice.settled(choice.name, choice.release)
+    record = runtime_choice.settle(choice.name, choice.release, small)
     # Nothing measured: the first candidate, which reproduces fp32 and spares the torch import.
     assert calls == [] and (record["backend"], record["precision"]) == backends.ORDER[0]
-    assert record["provisional"] == {"input_bytes": small, "measure_from_bytes": backends.MEASURE_FROM_BYTES}
+    assert record["provisional"] == {"input_bytes": small, "measure_from_bytes": runtime_choice.MEASURE_FROM_BYTES}
     assert model.configured_model() == replace(choice, backend="onnx") and calls == []
-    assert backends.settle(choice.name, choice.release, small)["provisional"] and calls == []
-    assert not backends.settled(choice.name, choice.release)
+    assert runtime_choice.settle(choice.name, choice.release, small)["provisional"] and calls == []
+    assert not runtime_choice.settled(choice.name, choice.release)
     # The first run whose sources weigh enough measures, and this process follows the new record
     # without a cache being cleared: a sensor's long-lived process must not keep the provisional id.
     before = model.model_id()
-    assert backends.settle(choice.name, choice.release, backends.MEASURE_FROM_BYTES)["backend"] == "torch"
-    assert calls == [choice.name] and backends.settled(choice.name, choice.release)
+    assert runtime_choice.settle(choice.name, choice.release, runtime_choice.MEASURE_FROM_BYTES)["backend"] == "torch"
+    assert calls == [choice.name] and runtime_choice.settled(choice.name, choice.release)
     assert model.configured_model() == choice and model.model_id() != before
     # Measured, it stays: a lighter sources file later does not make it provisional again.
-    assert "provisional" not in backends.settle(choice.name, choice.release, 0) and len(calls) == 1
+    assert "provisional" not in runtime_choice.settle(choice.name, choice.release, 0) and len(calls) == 1
     # Weight not known (a SWORD module not fetched yet) measures, as a home always did.
-    (home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE).unlink()
-    backends.settle(choice.name, choice.release, None)
+    (home / "models" / f"{choice.name}@{choice.release}" / runtime_record.CHOICE_FILE).unlink()
+    runtime_choice.settle(choice.name, choice.release, None)
     assert len(calls) == 2
 
 
@@ -190,10 +190,10 @@ def test_the_runtime_line_says_what_the_inputs_weigh_now_not_what_they_weighed_f
     fresh.setenv("LECTIO_HOME", str(tmp_path / "home"))
     fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
     choice = ModelChoice()
-    first = backends.settle(choice.name, choice.release, 0)
-    now = backends.settle(choice.name, choice.release, 1_234)
+    first = runtime_choice.settle(choice.name, choice.release, 0)
+    now = runtime_choice.settle(choice.name, choice.release, 1_234)
     assert now["provisional"]["input_bytes"] == 1_234 and now["backend"] == first["backend"]
-    assert "inputs (1,234 bytes)" in backends.rounds_told(backends.recorded(choice.name, choice.release))
+    assert "inputs (1,234 bytes)" in runtime_record.rounds_told(runtime_record.recorded(choice.name, choice.release))
 
 
 def test_a_file_refused_unread_weighs_nothing_toward_a_measurement(tmp_path):
@@ -219,17 +219,17 @@ def test_a_provisional_choice_keeps_what_the_home_recorded_on_another_machine(fr
     home = tmp_path / "home"
     fresh.setenv("LECTIO_HOME", str(home))
     fresh.delenv("LECTIO_EMBED_BACKEND", raising=False)
-    fresh.setattr(backends, "measure", lambda *a, **k: pytest.fail("a light home measured"))
+    fresh.setattr(measurement, "measure", lambda *a, **k: pytest.fail("a light home measured"))
     choice = ModelChoice()
-    path = home / "models" / f"{choice.name}@{choice.release}" / backends.CHOICE_FILE
+    path = home / "models" / f"{choice.name}@{choice.release}" / runtime_record.CHOICE_FILE
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"backend": "torch", "precision": "fp32", "machine": {"cpu": "another"}}))
     # A home keeps its index's model: the other machine's choice, still open here, is kept.
-    assert backends.settle(choice.name, choice.release, 10)["backend"] == "torch"
-    assert json.loads(path.read_text())["machine"] == backends.machine()
+    assert runtime_choice.settle(choice.name, choice.release, 10)["backend"] == "torch"
+    assert json.loads(path.read_text())["machine"] == runtime_record.machine()
     # Nothing to settle where the settings fix the runtime.
     fresh.setenv("LECTIO_EMBED_BACKEND", "onnx")
-    assert backends.settle(choice.name, choice.release, None) is None and backends.settled(choice.name, choice.release)
+    assert runtime_choice.settle(choice.name, choice.release, None) is None and runtime_choice.settled(choice.name, choice.release)
 
 
 def _found(seconds: dict, relations: dict | None = None, query_ms: dict | None = None) -> dict:
@@ -241,21 +241,21 @@ def _found(seconds: dict, relations: dict | None = None, query_ms: dict | None =
 def test_the_fastest_close_runtime_ingests_and_the_exact_ones_win_ties():
     close = {"torch/bf16": "close"}
     # bf16 autocast on a CPU with AMX: much faster, close to fp32, so it ingests; queries stay exact.
-    amx = backends.decide(_found({"onnx/fp32": [4.0, 4.1, 4.2, 4.0, 4.1], "torch/fp32": [4.3, 4.2, 4.4, 4.3, 4.2],
+    amx = comparison.decide(_found({"onnx/fp32": [4.0, 4.1, 4.2, 4.0, 4.1], "torch/fp32": [4.3, 4.2, 4.4, 4.3, 4.2],
                                   "torch/bf16": [1.9, 2.0, 1.8, 1.9, 2.0]}, close, {"onnx/fp32": 3.0, "torch/fp32": 12.0}))
     assert amx["ingest"] == ("torch", "bf16") and amx["query"] == {"backend": "onnx", "precision": "fp32"}
     # Within TIE of the fastest, ONNX fp32 wins: it reproduces fp32 and spares the torch import.
-    tie = backends.decide(_found({"onnx/fp32": [4.3] * 5, "torch/fp32": [4.0] * 5}))
+    tie = comparison.decide(_found({"onnx/fp32": [4.3] * 5, "torch/fp32": [4.0] * 5}))
     assert tie["ingest"] == ("onnx", "fp32")
-    assert backends.decide(_found({"onnx/fp32": [5.0] * 5, "torch/fp32": [4.0] * 5}))["ingest"] == ("torch", "fp32")
+    assert comparison.decide(_found({"onnx/fp32": [5.0] * 5, "torch/fp32": [4.0] * 5}))["ingest"] == ("torch", "fp32")
     # Faster than ONNX, and within TIE of each other: the exact one of the two wins.
     both = _found({"onnx/fp32": [6.0] * 5, "torch/fp32": [4.2] * 5, "torch/bf16": [4.0] * 5}, close)
-    assert backends.decide(both)["ingest"] == ("torch", "fp32")
+    assert comparison.decide(both)["ingest"] == ("torch", "fp32")
     # bf16 slower than fp32 (AVX-512 without native bf16): never chosen.
-    slow = backends.decide(_found({"torch/fp32": [4.0] * 5, "torch/bf16": [12.0] * 5}, close))
+    slow = comparison.decide(_found({"torch/fp32": [4.0] * 5, "torch/bf16": [12.0] * 5}, close))
     assert slow["ingest"] == ("torch", "fp32")
     # Too few rounds for any interval: what is preferred stays, however fast the other looked.
-    assert backends.decide(_found({"torch/fp32": [4.0] * 3, "torch/bf16": [1.0] * 3}, close))["ingest"] == ("torch", "fp32")
+    assert comparison.decide(_found({"torch/fp32": [4.0] * 3, "torch/bf16": [1.0] * 3}, close))["ingest"] == ("torch", "fp32")
 
 
 def test_under_load_the_choice_follows_the_paired_rounds_not_whether_the_machine_was_quiet():
@@ -265,26 +265,26 @@ def test_under_load_the_choice_follows_the_paired_rounds_not_whether_the_machine
     # with one more round the interval leaves it out.
     unlucky = {"torch/fp32": [8.9, 9.1, 8.6, 9.3, 8.8, 5.48, 9.0, 9.2],
                "torch/bf16": [5.6, 5.5, 5.4, 5.9, 5.3, 5.51, 5.6, 5.5]}
-    assert not backends.decided({k: v[:7] for k, v in unlucky.items()})  # seven rounds: go on
-    assert backends.decided(unlucky)
-    assert backends.decide(_found(unlucky, close))["ingest"] == ("torch", "bf16")
+    assert not comparison.decided({k: v[:7] for k, v in unlucky.items()})  # seven rounds: go on
+    assert comparison.decided(unlucky)
+    assert comparison.decide(_found(unlucky, close))["ingest"] == ("torch", "bf16")
     # Load that slows everything (rounds spread 2x) still leaves bf16 faster in every pair.
     busy = _found({"torch/fp32": [12.0, 8.2, 13.5, 18.2, 9.9], "torch/bf16": [7.7, 5.2, 8.9, 11.2, 6.0]}, close)
-    assert backends.decide(busy)["ingest"] == ("torch", "bf16")
+    assert comparison.decide(busy)["ingest"] == ("torch", "bf16")
     # Faster in half the rounds only: the interval holds 1, fp32 stays, and the rounds are not decided.
     mixed = {"torch/fp32": [8.2, 13.5, 9.0, 7.0, 8.0, 9.0], "torch/bf16": [8.6, 2.2, 9.5, 5.0, 8.5, 6.0]}
-    assert not backends.decided(mixed)
-    assert backends.decide(_found(mixed, close))["ingest"] == ("torch", "fp32")
+    assert not comparison.decided(mixed)
+    assert comparison.decide(_found(mixed, close))["ingest"] == ("torch", "fp32")
     # Faster in every round but not by TIE at the median: fp32 stays, and that is decided.
     barely = {"torch/fp32": [5.2, 5.1, 5.3, 5.2, 5.0], "torch/bf16": [5.0, 5.0, 5.0, 5.0, 4.9]}
-    assert backends.decided(barely)
-    assert backends.decide(_found(barely, close))["ingest"] == ("torch", "fp32")
+    assert comparison.decided(barely)
+    assert comparison.decide(_found(barely, close))["ingest"] == ("torch", "fp32")
 
 
 def test_the_interval_for_a_median_needs_rounds_enough_and_leaves_the_outliers_out():
-    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6]) is None
-    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6, 0.9]) == (0.9, 1.7)
-    assert measurement.median_interval([1.6, 1.5, 1.7, 1.6, 0.9, 1.6, 1.5, 9.0]) == (1.5, 1.7)
+    assert comparison.median_interval([1.6, 1.5, 1.7, 1.6]) is None
+    assert comparison.median_interval([1.6, 1.5, 1.7, 1.6, 0.9]) == (0.9, 1.7)
+    assert comparison.median_interval([1.6, 1.5, 1.7, 1.6, 0.9, 1.6, 1.5, 9.0]) == (1.5, 1.7)
 
 
 def test_vectors_are_interchangeable_close_or_apart():
@@ -296,9 +296,9 @@ def test_vectors_are_interchangeable_close_or_apart():
         found = reference + rng.normal(scale=scale, size=reference.shape).astype(np.float32)
         return found / np.linalg.norm(found, axis=1, keepdims=True)
 
-    assert backends.relation(moved(1e-7), reference)["relation"] == "interchangeable"
-    assert backends.relation(moved(2e-4), reference)["relation"] == "close"
-    assert backends.relation(moved(2e-2), reference)["relation"] == "apart"
+    assert comparison.relation(moved(1e-7), reference)["relation"] == "interchangeable"
+    assert comparison.relation(moved(2e-4), reference)["relation"] == "close"
+    assert comparison.relation(moved(2e-2), reference)["relation"] == "apart"
 
 
 def test_candidates_follow_the_cpu_and_the_settings():
@@ -336,7 +336,7 @@ def test_an_export_that_fails_is_one_line(monkeypatch, tmp_path):
     folder = onnx_runtime.model_dir(choice.name, choice.release, tmp_path / "home")
     assert not (folder / onnx_runtime.FP32_FILE).exists() and not list(folder.glob(".export-*"))
     # Unset, a failed export leaves torch the backend, recorded with why.
-    record = backends.measure(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], tmp_path / "home", 16)
+    record = measurement.measure(choice.name, choice.release, [("onnx", "fp32"), ("torch", "fp32")], tmp_path / "home", 16)
     assert (record["backend"], record["precision"]) == ("torch", "fp32")
     assert record["candidates"]["onnx/fp32"]["reason"].startswith("the onnx embedding backend cannot load: exporting")
 
@@ -344,21 +344,21 @@ def test_an_export_that_fails_is_one_line(monkeypatch, tmp_path):
 def test_a_query_runs_on_every_core_only_where_that_measured_faster_alone_and_beside_a_busy_core():
     one, two, spinning = [4.0, 3.0, 9.0, 5.0] * 5, [2.5, 2.0, 5.5, 3.0] * 5, [2.2, 1.8, 5.0, 2.8] * 5
     quiet_beside = {"1": [6.0] * 20, "2": [5.0] * 20, "2+spin": [6.2] * 20}
-    assert backends.threads_choice({"1": one, "2": two}, quiet_beside) == "2"
+    assert comparison.threads_choice({"1": one, "2": two}, quiet_beside) == "2"
     # The best median gain of those that keep p95 beside a busy core within TIE of one thread's.
-    assert backends.threads_choice({"1": one, "2": two, "2+spin": spinning}, quiet_beside) == "2+spin"
+    assert comparison.threads_choice({"1": one, "2": two, "2+spin": spinning}, quiet_beside) == "2+spin"
     spin_stalls = quiet_beside | {"2+spin": [5.0] * 18 + [40.0] * 2}
-    assert backends.threads_choice({"1": one, "2": two, "2+spin": spinning}, spin_stalls) == "2"
+    assert comparison.threads_choice({"1": one, "2": two, "2+spin": spinning}, spin_stalls) == "2"
     # Within QUERY_THREADS_GAIN of one thread: the second core stays the database's.
     barely = [t / 1.05 for t in one]
-    assert backends.threads_choice({"1": one, "2": barely}, quiet_beside) == "1"
+    assert comparison.threads_choice({"1": one, "2": barely}, quiet_beside) == "1"
     # Faster alone but slower at p95 beside a busy core (a hybrid search's lexical side): one.
-    assert backends.threads_choice({"1": one, "2": two}, {"1": [6.0] * 20, "2": [5.0] * 18 + [40.0] * 2}) == "1"
-    assert backends.threads_choice({"1": one}, {"1": one}) == "1"
+    assert comparison.threads_choice({"1": one, "2": two}, {"1": [6.0] * 20, "2": [5.0] * 18 + [40.0] * 2}) == "1"
+    assert comparison.threads_choice({"1": one}, {"1": one}) == "1"
     # Faster over both rounds taken together, but not in the first: not chosen.
     one_round_only = {"1": one * 3, "2": [t * 1.7 for t in two] + two * 2}
-    assert backends.threads_choice(one_round_only, quiet_beside, rounds=1) == "2"
-    assert backends.threads_choice(one_round_only, quiet_beside, rounds=3) == "1"
+    assert comparison.threads_choice(one_round_only, quiet_beside, rounds=1) == "2"
+    assert comparison.threads_choice(one_round_only, quiet_beside, rounds=3) == "1"
 
 
 def test_the_query_session_is_the_one_this_home_measured_on_this_machine(tmp_path, monkeypatch):
@@ -369,11 +369,11 @@ def test_the_query_session_is_the_one_this_home_measured_on_this_machine(tmp_pat
 
     def session(query: dict, machine: dict | None = None) -> tuple[int, bool]:
         record = {"backend": "torch", "precision": "fp32", "query": {"backend": "onnx", "precision": "fp32"} | query,
-                  "machine": machine or backends.machine()}
-        (folder / backends.CHOICE_FILE).write_text(json.dumps(record))
-        return backends.query_session(choice.name, choice.release, tmp_path)
+                  "machine": machine or runtime_record.machine()}
+        (folder / runtime_record.CHOICE_FILE).write_text(json.dumps(record))
+        return runtime_choice.query_session(choice.name, choice.release, tmp_path)
 
-    assert backends.query_session(choice.name, choice.release, tmp_path) == (1, False)  # nothing measured
+    assert runtime_choice.query_session(choice.name, choice.release, tmp_path) == (1, False)  # nothing measured
     assert session({"threads": 4, "spin": True}) == (4, True)
     assert session({"threads": 4, "spin": False}) == (4, False)
     assert session({}) == (1, False)  # measured before threads were
@@ -402,8 +402,8 @@ def test_the_rounds_own_batches_give_the_vectors_equivalence_is_judged_on(monkey
             return exact if runtime == backends.REFERENCE else np.abs(exact + noise.normal(size=exact.shape))
         return batch, (lambda query: batch([query]))
 
-    monkeypatch.setattr(backends, "_runner", runner)
-    record = backends.measure(MODEL_NAME, "0", [("torch", "fp32"), ("torch", "bf16")])
+    monkeypatch.setattr(measurement, "_runner", runner)
+    record = measurement.measure(MODEL_NAME, "0", [("torch", "fp32"), ("torch", "bf16")])
     rounds = len(record["candidates"]["torch/fp32"]["seconds"])
     texts = measurement.texts(measurement.TEXTS)
     for k in embedded:

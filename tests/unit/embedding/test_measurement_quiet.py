@@ -44,7 +44,6 @@ def test_busy_seconds_reads_the_cpu_line(tmp_path):
 
 
 def test_a_machine_that_was_not_quiet_keeps_one_query_thread_without_measuring():
-    from lectio.embedding import backends
-
     # A model that does not exist: measuring the threads would fail on it, so none is measured.
-    assert backends._query_threads({}, "fp32", False, ("no-such-model", "0", None), []) == {"threads": 1, "spin": False}
+    found = measurement._query_threads({}, "fp32", False, ("no-such-model", "0", None), [])
+    assert found == {"threads": 1, "spin": False}

@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lectio.embedding import backends, model, numerics
+from lectio.embedding import model, numerics, runtime_choice
 
 
 @pytest.fixture()
 def fresh(monkeypatch):
-    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, runtime_choice._choose, model._configured, model._query_choice):
         cached.cache_clear()
     # The numerics on the torch backend: the backend's own settings are tests/unit/embedding/test_backends.py's.
     monkeypatch.setenv("LECTIO_EMBED_BACKEND", "torch")
     yield monkeypatch
-    for cached in (numerics.requested, backends._choose, model._configured, model._query_choice):
+    for cached in (numerics.requested, runtime_choice._choose, model._configured, model._query_choice):
         cached.cache_clear()
 
 
@@ -30,12 +30,12 @@ def test_offered_precisions_follow_the_cpu_flags(tmp_path):
 
 def test_measured_unless_told_and_the_precision_is_in_the_cache_key(fresh):
     fresh.delenv("LECTIO_EMBED_PRECISION", raising=False)
-    assert numerics.requested() is None  # the machine's measurement decides (lectio.embedding.backends)
+    assert numerics.requested() is None  # the machine's measurement decides (lectio.embedding.runtime_choice)
     fresh.setenv("LECTIO_EMBED_PRECISION", "fp32")
     numerics.requested.cache_clear()
     assert numerics.requested() == "fp32" and "+" not in model.model_id()
     numerics.requested.cache_clear()
-    backends._choose.cache_clear()
+    runtime_choice._choose.cache_clear()
     model._configured.cache_clear()
     fresh.setenv("LECTIO_EMBED_PRECISION", "BF16")
     assert numerics.requested() == "bf16" and model.model_id().endswith("+bf16")
