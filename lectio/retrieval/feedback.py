@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from psycopg import sql
 
-from lectio.retrieval import candidates
+from lectio.retrieval import candidates, shape
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.proposals import Proposals
 from lectio.retrieval.request import VersionRequest
@@ -62,6 +62,8 @@ def wanted(request: VersionRequest, found: Proposals) -> bool:
         return False
     if not settings.questions and request.question:
         return False
+    if settings.max_words and len(shape.content_words(request.query)) > settings.max_words:
+        return False
     return found.near[0][1] < settings.skip_above
 
 
@@ -84,16 +86,30 @@ def moved_vector(request: VersionRequest, vector, first: Ranking) -> np.ndarray 
 
 
 def with_feedback(request: VersionRequest, found: Proposals, first: Ranking) -> Proposals:
-    """`found` with the moved vector's HNSW neighbours among its lists (as the search's filters
-    admit), where feedback runs."""
+    """`found` with the moved vector's HNSW neighbours among its lists, where feedback runs. They
+    are the unfiltered search's (its rank and best score are a neighbour's weight in fusion), with
+    those the search's filters leave out named, for fusion to drop."""
     if not wanted(request, found):
         return found
     vector = moved_vector(request, found.vector, first)
     if vector is None:
         return found
-    near = candidates.vector_candidates(request.conn, request.table_name, vector, found.where, found.params,
-                                        request.config)
-    return replace(found, feedback=near)
+    if not narrowed(request):
+        near = candidates.vector_candidates(request.conn, request.table_name, vector, found.where, found.params,
+                                            request.config)
+        return replace(found, feedback=near)
+    wide = page_request(request)
+    where, params = wide.filters.where(wide.translation)
+    near = candidates.vector_candidates(request.conn, request.table_name, vector, where, params, request.config)
+    return replace(found, feedback=near, feedback_outside=_left_out(request, found, [i for i, _ in near]))
+
+
+def _left_out(request: VersionRequest, found: Proposals, ids: list[str]) -> frozenset[str]:
+    """Those of `ids` the search's filters (`found.where`) do not admit."""
+    admitted = request.conn.execute(
+        sql.SQL("SELECT chunk_id FROM {} WHERE chunk_id = ANY(%(ids)s) AND {}").format(
+            sql.Identifier(request.table_name), found.where), {**found.params, "ids": ids}).fetchall()
+    return frozenset(ids) - {row[0] for row in admitted}
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -84,16 +84,24 @@ def fused(request: VersionRequest, found: Proposals, lexical_weight: float, othe
     lists = [(weight, listed) for _, weight, listed in named]
     # Scores weigh in the hybrid only: vector and lexical stay the plain baselines they are.
     power = config.fusion.score_power if config.hybrid else 0.0
-    together = candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1]
+    together = _admitted(found, candidates.fuse(lists, config.fusion.rrf_k, power) if len(lists) > 1 else lists[0][1])
     if config.hybrid and config.xrefs.weight:
         linked = candidates.xref_candidates(conn, table_name, together[: config.xrefs.seeds], found.vector,
                                             (found.where, found.params), config, layout)
         if linked:
             named.append(("xrefs", config.xrefs.weight, linked))
-            together = candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k, power)
+            together = _admitted(found, candidates.fuse([*lists, (config.xrefs.weight, linked)], config.fusion.rrf_k,
+                                                        power))
     if config.hybrid and config.fusion.prominence_weight:
         together = candidates.weigh_prominence(together, config.fusion.prominence_weight, found.index.cited)
     return Fused(together, Signals(tuple((name, listed) for name, _, listed in named), found.vector, found.index.cited))
+
+
+def _admitted(found: Proposals, together: Ranking) -> Ranking:
+    """`together` without the feedback neighbours the search's filters leave out."""
+    if not found.feedback_outside:
+        return together
+    return [hit for hit in together if hit[0] not in found.feedback_outside]
 
 
 def _is_topic(request: VersionRequest, order: Ranking) -> bool:

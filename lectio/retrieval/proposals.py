@@ -32,6 +32,9 @@ class Proposals:
     # The HNSW neighbours of the query's vector moved toward its first hits (lectio.retrieval.
     # feedback); None where feedback did not run.
     feedback: list[tuple[str, float]] | None = None
+    # The rows of `feedback` this search's filters leave out: a filtered search walks as the
+    # unfiltered one does, so each row it keeps weighs in fusion as it does there.
+    feedback_outside: frozenset[str] = frozenset()
     # The verses of the chapters the vector candidates crowd into (lectio.retrieval.passages);
     # None where that list is off.
     passages: list[tuple[str, float]] | None = None

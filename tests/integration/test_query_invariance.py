@@ -44,10 +44,12 @@ def test_the_kjvs_spelling_of_a_word_is_the_word(main_run, conn):
 # Fusion alone. The steps after it weigh a hit by its fused score (the citation prior, the query
 # share) or by the hits around it (collapse, long passages, packing the page), and a rank-fused
 # score depends on how many rows of other kinds ranked above it; the evidence of the other kinds
-# (EvidenceSettings) adds the passages they speak for. With them on, a scripture filter keeps the
-# first hits and may reorder the later ones (for issue 35's query-shape suite to measure).
-FUSION = SearchConfig.from_options(["evidence.weight=0"], prominence_weight=0.0, query_share_weight=0.0,
-                                   long_passage_tokens=0, collapse_covered=False, per_source=None)
+# (EvidenceSettings) adds the passages they speak for, and feedback one more list (tested below).
+# With them on, a scripture filter keeps the first hits and may reorder the later ones (for issue
+# 35's query-shape suite to measure).
+FUSION = SearchConfig.from_options(["evidence.weight=0", "feedback.weight=0"], prominence_weight=0.0,
+                                   query_share_weight=0.0, long_passage_tokens=0, collapse_covered=False,
+                                   per_source=None)
 
 
 @pytest.mark.parametrize("query", TOPICS)
@@ -108,10 +110,11 @@ def test_a_transliteration_is_a_word_study_in_any_case(conn, names_index):
 
 # Feedback from the first page moves the query's vector toward its first hits: the same move for
 # every surface form (a question mark does not decide whether the query reads as a question) and
-# for a filtered search (it reads the unfiltered first page). The moved vector's neighbours are one
-# more fused list whose best score a filter may change, so a filtered search keeps the unfiltered
-# search's first scripture hits, as with every stage on, rather than its whole fused order.
-FEEDBACK = SearchConfig.from_options(["feedback.weight=1"])
+# for a filtered search (it reads the unfiltered first page, and walks from the moved vector as the
+# unfiltered search does). Its neighbours are one more list fused by rank beside lists a filter
+# narrows, so a filtered search keeps the unfiltered search's first scripture hits, as with every
+# stage on, rather than its whole fused order.
+FEEDBACK = SearchConfig.from_options(["feedback.weight=1", "feedback.max_words=0"])
 
 
 @pytest.mark.parametrize("query, topic", [(q, True) for q in TOPICS] + [(q, False) for q in SENTENCES])
@@ -131,5 +134,17 @@ def test_with_feedback_a_scripture_filter_keeps_a_topics_first_scripture_hits(ma
 
 def test_feedback_changes_some_fixture_rankings(main_run, conn):
     """The tests above would pass vacuously if feedback never ran on the fixture index."""
-    moved = [query for query in TOPICS if ranking(conn, query, k=20, config=FEEDBACK) != ranking(conn, query, k=20)]
+    without = SearchConfig.from_options(["feedback.weight=0"])
+    moved = [query for query in TOPICS
+             if ranking(conn, query, k=20, config=FEEDBACK) != ranking(conn, query, k=20, config=without)]
     assert moved
+
+
+def test_a_query_longer_than_feedbacks_max_words_is_not_moved(main_run, conn):
+    # A quotation's first hits decide it: feedback is kept to short queries (feedback.max_words).
+    pairs = [f"{a} {b}" for a, b in zip(TOPICS, TOPICS[1:])]
+    one, two = (SearchConfig.from_options(["feedback.weight=1", f"feedback.max_words={n}"]) for n in (1, 2))
+    without = SearchConfig.from_options(["feedback.weight=0"])
+    unmoved = [ranking(conn, query, k=20, config=without) for query in pairs]
+    assert [ranking(conn, query, k=20, config=one) for query in pairs] == unmoved
+    assert [ranking(conn, query, k=20, config=two) for query in pairs] != unmoved

@@ -229,7 +229,8 @@ def test_a_linked_verse_rises_only_for_who_may_see_the_link(conn, small_index):
 # ---------------------------------------------------------------- other kinds speak for scripture
 
 SCRIPTURE = Filters(kind="scripture")
-NO_EVIDENCE = SearchConfig.from_options(["evidence.weight=0"])
+# Neither the evidence nor feedback from the unfiltered first page: the other kinds say nothing.
+NO_EVIDENCE = SearchConfig.from_options(["evidence.weight=0", "feedback.weight=0"])
 
 
 @pytest.fixture(params=["one connection", "two connections"])
