@@ -168,7 +168,7 @@ class FeedbackSettings:
     # were no better. On the readers' questions it cost recall@20 beyond noise (.287 -> .261), so a
     # question takes none (`questions`; a query reads as one with or without its question mark,
     # so "do not be anxious" and "do not be anxious?" are moved alike). Every search moves its
-    # vector toward the unfiltered first page, so a filter keeps the unfiltered search's first hits.
+    # vector toward the unfiltered first page, whatever its filters.
     # Queries of at most 3 content words (`max_words`), chosen on the dev parts with the learned
     # ranker on: topics recall@20 .203 -> .209 and nDCG@10 .143 -> .146 beyond noise, theology,
     # Nave's and near-quotations within it; at any length, or up to 5 words, the near-quotations'
