@@ -10,12 +10,15 @@ anything trains, when either takes assets outside the training group. The traini
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 from dagster import AssetKey, DagsterInstance
 
 from assets.names import REFUSED_TAG
 from assets.training import TRAINING_ASSETS, TRAINING_GROUP, incidental_training
+from pipelines.dagster_internals import BulkActionStatus
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from tests.dagster_internals import PartitionBackfill
@@ -29,20 +32,30 @@ def instance(settings, database):
     return DagsterInstance.get()
 
 
-def _materialize_all(defs, instance) -> PartitionBackfill:
-    """The backfill the landing lineage's *Materialize all* launches: every executable asset, every partition."""
+@contextmanager
+def _materialize_all(defs, instance) -> Iterator[PartitionBackfill]:
+    """The backfill the landing lineage's *Materialize all* launches: every executable asset, every
+    partition; ended as it leaves (no daemon runs it here, and an open backfill of ingest assets
+    holds every later batch's index in the session's instance)."""
     graph = defs.get_repository_def().asset_graph
     backfill = PartitionBackfill.from_asset_partitions(
         backfill_id=f"all{time.time_ns() % 10**8}", asset_graph=graph, partition_names=None,
         asset_selection=sorted(graph.executable_asset_keys), backfill_timestamp=time.time(), tags={},
         dynamic_partitions_store=instance, all_partitions=True, title=None, description=None, run_config=None)
     instance.add_backfill(backfill)
-    return backfill
+    try:
+        yield backfill
+    finally:
+        instance.update_backfill(backfill.with_status(BulkActionStatus.CANCELED))
 
 
 def test_materialize_all_refuses_the_training_group_before_anything_trains(instance, settings):
     defs = build_definitions(settings.sources_file)
-    backfill = _materialize_all(defs, instance)
+    with _materialize_all(defs, instance) as backfill:
+        _refused_in_the_backfill(defs, instance, backfill)
+
+
+def _refused_in_the_backfill(defs, instance, backfill: PartitionBackfill) -> None:
     assert {AssetKey(name) for name in TRAINING_ASSETS} <= set(backfill.asset_selection)
 
     # The run the backfill daemon launches for the training assets, run in process.

@@ -147,6 +147,7 @@ def test_a_partition_launched_from_the_ui_is_indexed_without_tags(ui, database, 
     sensor = defs.resolve_sensor_def("index_after_batch")
     tick = sensor.evaluate_tick(build_sensor_context(instance=instance, cursor=since, definitions=defs,
                                                      resources=defs.resources))
+    assert len(tick.run_requests) == 1, tick.skip_message
     (request,) = tick.run_requests
     assert set(request.tags["lectio/after_batches"].split(",")) == {f"run-{run_id[:8]}" for run_id in run_ids}
     assert request.run_config["ops"]["search_index"]["config"]["failed_sources"] == []
