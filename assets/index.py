@@ -170,6 +170,7 @@ def build_index_assets(partitions_def: PartitionsDefinition) -> list:
                 "rule_changes": "; ".join(f"{s}: {c}" for s, c in outcome.rule_changes.items()) or "none",
                 "model_change": outcome.model_change or "none",
                 "awaits_gate": outcome.awaits_gate,
+                "held_back_because": held_back_because(outcome) if outcome.awaits_gate else "",
             },
         )
         yield _sources_check(problems, outcome.version, outcome.live)
@@ -219,11 +220,17 @@ def _hand_to_the_gate(context: AssetExecutionContext, outcome) -> None:
     if not outcome.awaits_gate:
         return
     context.instance.add_run_tags(context.run.run_id, {AWAITS_GATE_TAG: outcome.version})
-    why = "the chunking rules changed" if outcome.rule_changes else ""
+    context.log.warning(f"{outcome.version} awaits the migration gate ({held_back_because(outcome)}): the job "
+                        f"{GATE_JOB} scores it against the live version and switches it in only if it is no worse")
+
+
+def held_back_because(outcome) -> str:
+    """Why a build held its version back for the gate: a rule change, a model change, or both;
+    "" for a version not held back."""
+    why = ["the chunking rules changed"] if outcome.rule_changes else []
     if outcome.model_change:
-        why += (" and " if why else "") + f"the embedding model changed: {outcome.model_change}"
-    context.log.warning(f"{outcome.version} awaits the migration gate ({why}): the job {GATE_JOB} scores it against "
-                        "the live version and switches it in only if it is no worse")
+        why.append(f"the embedding model changed: {outcome.model_change}")
+    return " and ".join(why)
 
 
 def not_from_current_inputs(instance: DagsterInstance, corpus: CorpusResource, embedder: EmbedderResource,

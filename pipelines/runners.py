@@ -206,20 +206,11 @@ def _run_main(settings: Settings, echo: Callable[[str], None], switch_live: bool
     if not result.success:
         index["error"] = _failure_message(result, settings.home)
     if index.get("awaits_gate"):
-        index.update(_gate_held_back(defs, instance, tags, str(index["version"]), _why_held(index), echo,
-                                     settings.home))
+        why = index.get("held_back_because") or "the chunking rules changed"
+        index.update(_gate_held_back(defs, instance, tags, str(index["version"]), why, echo, settings.home))
     report = MainRunReport(outcomes, index, _stage_seconds(instance, result.run_id), time.monotonic() - started)
     echo(_describe_index(report))
     return report
-
-
-def _why_held(index: dict) -> str:
-    """Why the build held its version back for the gate, from its facts: the chunking rules, the
-    embedding model (the home's files may change it), or both."""
-    why = ["the chunking rules changed"] if index.get("rule_changes") not in (None, "none") else []
-    if (model := index.get("model_change")) not in (None, "none"):
-        why.append(f"the embedding model changed ({model})")
-    return " and ".join(why) or "the chunking rules changed"
 
 
 def _gate_held_back(defs, instance: DagsterInstance, tags: dict[str, str], candidate: str, why: str,
