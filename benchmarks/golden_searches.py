@@ -4,7 +4,8 @@ result (a refactoring) can be shown to move none, byte for byte.
 The battery: every query set's dev part in the three modes (each query with its own filters and
 principals), the hybrid again narrowed to scripture on one connection and on two (the service's
 way, where the evidence's unfiltered ranking runs beside the filtered one), references, and word
-studies of every shape. Each answer is written as one JSON line (the response as a caller gets
+studies of every shape (`--per-set N` keeps each set's first N dev queries; `--set NAME=VALUE`
+searches every ranked query under those settings too, to cover steps off by default). Each answer is written as one JSON line (the response as a caller gets
 it, keys sorted); --compare names the first answers that differ from an earlier file.
 
     LECTIO_HOME=… python benchmarks/golden_searches.py --write /tmp/golden-before.jsonl
@@ -33,17 +34,20 @@ WORD_STUDIES = ("G26", "H2617", "agape", "hesed", "ἀγάπη", "the Greek word
                 "G26 in John's letters", "the Greek word for grace")
 
 
-def battery() -> list[tuple[str, SearchRequest, bool]]:
-    """(label, request, on two connections) for every search the battery makes."""
+def battery(per_set: int | None = None, assignments: tuple[str, ...] = ()) -> list[tuple[str, SearchRequest, bool]]:
+    """(label, request, on two connections) for every search the battery makes: each set's first
+    `per_set` dev queries (all where None), ranked under the NAME=VALUE `assignments`."""
     found = []
+    config = SearchConfig.from_options(assignments)
     for path in sorted(SETS.glob("*.jsonl")):
-        for q in select_part(load_queries(path), "dev"):
+        for q in select_part(load_queries(path), "dev")[:per_set]:
             principals, filters = tuple(q.principals or DEFAULT_PRINCIPALS), Filters(**(q.filters or {}))
             for mode in MODES:
                 request = SearchRequest(q.query, k=20, principals=principals, filters=filters,
-                                        config=SearchConfig.from_options([f"mode={mode}"]))
+                                        config=config.but([f"mode={mode}"]))
                 found.append((f"{path.stem}/{q.id}/{mode}", request, False))
-            scripture = SearchRequest(q.query, k=20, principals=principals, filters=Filters(kind="scripture"))
+            scripture = SearchRequest(q.query, k=20, principals=principals, filters=Filters(kind="scripture"),
+                                      config=config)
             found += [(f"{path.stem}/{q.id}/scripture", scripture, False),
                       (f"{path.stem}/{q.id}/scripture-two-connections", scripture, True)]
     found += [(f"reference/{text}", SearchRequest(text, k=20), False) for text in REFERENCES]
@@ -51,12 +55,12 @@ def battery() -> list[tuple[str, SearchRequest, bool]]:
     return found
 
 
-def answers(database) -> dict[str, str]:
+def answers(database, per_set: int | None = None, assignments: tuple[str, ...] = ()) -> dict[str, str]:
     out = {}
     with database.connect() as conn, database.connect() as second:
         schema.ensure_schema(conn)
         embedder = Embedder.for_queries_of(versions.get_version(conn, None).model_id)
-        for label, request, two in battery():
+        for label, request, two in battery(per_set, assignments):
             response = search(conn, request, embedder=embedder, vector_conn=second if two else None)
             out[label] = json.dumps(response.to_json(), sort_keys=True, ensure_ascii=False)
     return out
@@ -67,8 +71,11 @@ def main() -> int:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--write", type=Path, help="write the battery's answers here")
     action.add_argument("--compare", type=Path, help="compare the battery's answers with this file")
+    parser.add_argument("--per-set", type=int, default=None, help="each set's first N dev queries only")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
+                        help="a search setting every ranked query is searched under (repeatable)")
     args = parser.parse_args()
-    found = answers(ensure_database(load_settings()))
+    found = answers(ensure_database(load_settings()), args.per_set, tuple(args.assignments))
     if args.write:
         args.write.write_text("".join(json.dumps({"label": k, "answer": v}, ensure_ascii=False) + "\n"
                                       for k, v in found.items()))
