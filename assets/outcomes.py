@@ -1,5 +1,5 @@
 """What a failed run says about itself, read one way by `lectio run` (pipelines.runners), by the
-failed-run alert (pipelines.automation) and by the index run naming its failed sources."""
+failed-run alert (pipelines.sensors.alert_on_failed_runs) and by the index run naming its failed sources."""
 
 from __future__ import annotations
 

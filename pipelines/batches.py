@@ -20,8 +20,8 @@ from typing import Callable
 from dagster import AssetKey, DagsterEventType, DagsterRunStatus, RunConfig, RunRequest, RunsFilter
 
 from assets.index import IndexConfig
-from assets.names import (AWAITS_GATE_TAG, BATCH_TAG, COMMANDS, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG, INGEST_ASSETS,
-                          INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, STAGE_TAG)
+from assets.names import (AWAITS_GATE_TAG, BATCH_SIZE_TAG, BATCH_TAG, COMMANDS, GATE_JOB, INDEX_JOB, INDEX_REQUESTED_TAG,
+                          INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG, MIGRATE_JOB, MODEL_TAG, STAGE_TAG)
 from assets.refusals import refusal
 from assets.source_assets import entry_failure
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
@@ -281,3 +281,14 @@ def _finished(record) -> bool:
     if record.dagster_run.status in FINISHED:
         return True
     return time.time() - record.update_timestamp.timestamp() > STALE_RUN_SECONDS
+
+
+def source_partitions(context) -> list[str]:
+    """The partitions of the loaded code location (the sources file as it was at load time): the
+    sources a schedule's or sensor's batch may cover."""
+    return list(context.repository_def.get_job(INGEST_JOB).partitions_def.get_partition_keys())
+
+
+def batch_tags(batch: str, size: int) -> dict[str, str]:
+    """The tags that make the ingest runs a schedule or sensor requests together one batch."""
+    return {BATCH_TAG: batch, BATCH_SIZE_TAG: str(size)}

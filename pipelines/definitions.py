@@ -23,11 +23,12 @@ from assets.source_assets import OWNERS, SOURCE_INPUTS
 from lectio.embedding.packaged import NameTooLong, bounded_name
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
-from pipelines.automation import build_schedules, build_sensors
 from pipelines.batches import request_index_now
 from pipelines.dagster_internals import PickledObjectFilesystemIOManager, create_external_asset_from_source_asset
 from pipelines.migration import build_migration_assets, build_migration_jobs
 from pipelines.run_owners import relabel_reexecution
+from pipelines.schedules import build_schedules
+from pipelines.sensors import build_sensors
 from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, STAGE_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 

@@ -320,12 +320,12 @@ def test_a_backfill_is_indexed_once_it_completes(instance, tmp_path):
 def test_an_alert_tick_says_what_it_alerted_on():
     """A tick that sent alerts requests no runs; its message names each check, source and run."""
     from lectio.alerts import Alert
-    from pipelines.automation import _alert_summary
+    from pipelines.sensors.alert_on_failed_checks import alert_summary
 
     alert = Alert(kind="check_failed", message="dropped", run_id="r1", run_url="http://x/runs/r1",
                   asset="chunks", check="chunk_count", partition="notes-alice")
-    assert _alert_summary([alert]) == "1 alert: chunk_count on notes-alice, run r1"
-    assert _alert_summary([]) == "no alert"
+    assert alert_summary([alert]) == "1 alert: chunk_count on notes-alice, run r1"
+    assert alert_summary([]) == "no alert"
 
 
 def test_an_index_build_launched_from_the_ui_takes_the_writer_lock(main_run, settings, instance, database):

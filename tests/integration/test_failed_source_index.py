@@ -20,7 +20,7 @@ from dagster import AssetCheckSeverity, DagsterInstance, build_sensor_context, i
 from assets.index import SOURCES_CHECK
 from lectio.index import versions
 from pipelines.batches import index_cursor
-from pipelines.automation import INDEX_SENSOR_INTERVAL
+from pipelines.sensors.index_after_batch import INDEX_SENSOR_INTERVAL
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 from assets.names import EMBED_POOL, FAILED_TAG, INDEX_JOB, INDEX_POOL, INGEST_JOB, LAUNCHED_BY_TAG

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.automation import DAEMON_PASS_SECONDS
+from pipelines.sensors.index_after_batch import DAEMON_PASS_SECONDS
 from pipelines.definitions import build_definitions
 from tests.dagster_internals import sensor_daemon_pass_seconds
 

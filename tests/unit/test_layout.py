@@ -28,6 +28,12 @@ DAGSTER_ADAPTERS = {PROJECT / "pipelines" / "dagster_internals.py": "pipelines",
                     PROJECT / "tests" / "dagster_internals.py": "tests"}
 # The Dagster layer, lowest first: a layer imports only those before it (and the domain).
 DAGSTER_LAYERS = ("resources", "assets", "pipelines")
+# Where the code location's sensors and schedules are declared: a module per sensor, named after
+# it, in the sensors package; the schedule in its own module.
+SENSORS = PROJECT / "pipelines" / "sensors"
+SCHEDULES = PROJECT / "pipelines" / "schedules.py"
+SENSOR_DECORATORS = {"sensor", "run_failure_sensor", "run_status_sensor", "asset_sensor", "multi_asset_sensor"}
+SCHEDULE_DECORATORS = {"schedule"}
 
 
 def _modules() -> dict[str, Path]:
@@ -43,12 +49,19 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _import_nodes(path: Path):
+def _import_nodes(path: Path, runtime_only: bool = False):
     """Each import in `path` (at module level or inside a function), with the module it reads
-    from, relative imports resolved: (node, base), base "" for a plain `import`."""
+    from, relative imports resolved: (node, base), base "" for a plain `import`. With
+    `runtime_only`, not those under `if TYPE_CHECKING:`, which name a type for annotations and
+    never run."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    annotations_only = {id(inner) for node in ast.walk(tree) if runtime_only and _type_checking(node)
+                        for block in node.body for inner in ast.walk(block)}
+    for node in ast.walk(tree):
+        if id(node) in annotations_only:
+            continue
         if isinstance(node, ast.Import):
             yield node, ""
         elif isinstance(node, ast.ImportFrom):
@@ -59,10 +72,15 @@ def _import_nodes(path: Path):
             yield node, base
 
 
-def _imports(path: Path, known: set[str]) -> set[str]:
-    """Every project module `path` imports, at module level or inside a function."""
+def _type_checking(node) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def _imports(path: Path, known: set[str], runtime_only: bool = False) -> set[str]:
+    """Every project module `path` imports, at module level or inside a function (only those that
+    run, with `runtime_only`)."""
     out = set()
-    for node, base in _import_nodes(path):
+    for node, base in _import_nodes(path, runtime_only):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -73,10 +91,10 @@ def _imports(path: Path, known: set[str]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(runtime_only: bool = False) -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
-    return {name: _imports(path, known) - {name} for name, path in modules.items()}
+    return {name: _imports(path, known, runtime_only) - {name} for name, path in modules.items()}
 
 
 def _stage(module: str) -> str:
@@ -93,7 +111,9 @@ def test_the_domain_imports_nothing_from_dagster_or_its_layer():
 
 
 def test_there_are_no_import_circles():
-    graph = _graph()
+    # Of the imports that run: a retriever names the search settings in its annotations while the
+    # settings gather every retriever's own (lectio.retrieval.retrievers), as a stage's do.
+    graph = _graph(runtime_only=True)
     # Tarjan-free check: a depth-first search that meets a module still on its path found a circle.
     state: dict[str, int] = {}
     circles = []
@@ -270,3 +290,39 @@ def test_modes_are_declared_once_never_compared_inline():
                     for side in (node.left, *node.comparators)):
                 inline.append(f"{where}:{node.lineno}")
     assert inline == []
+
+
+def _declared(path: Path, decorators: set[str]) -> list[tuple[str, str | None]]:
+    """The functions in `path` made definitions by one of `decorators`, each with the `name=` its
+    decorator gives where that is a literal: (function, name)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            called = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if ast.unparse(called).rpartition(".")[2] in decorators:
+                named = [k.value.value for k in getattr(decorator, "keywords", [])
+                         if k.arg == "name" and isinstance(k.value, ast.Constant)]
+                found.append((node.name, named[0] if named else None))
+    return found
+
+
+def test_each_sensor_has_a_module_of_its_own_named_after_it():
+    """pipelines/sensors/NAME.py declares the sensor NAME and no other; no module elsewhere declares one."""
+    misplaced = []
+    for path in _modules().values():
+        declared = _declared(path, SENSOR_DECORATORS)
+        where = str(path.relative_to(PROJECT))
+        if path.parent != SENSORS:
+            misplaced += [f"{where}: {function}" for function, _ in declared]
+        elif len(declared) > 1 or any(function != path.stem or name not in (None, path.stem)
+                                      for function, name in declared):
+            misplaced.append(f"{where}: {declared}")
+    assert misplaced == []
+
+
+def test_the_schedules_are_declared_in_their_own_module():
+    elsewhere = sorted(f"{path.relative_to(PROJECT)}: {function}" for path in _modules().values()
+                       if path != SCHEDULES for function, _ in _declared(path, SCHEDULE_DECORATORS))
+    assert elsewhere == [] and _declared(SCHEDULES, SCHEDULE_DECORATORS)
