@@ -25,7 +25,7 @@ import time
 
 from lectio.embedding import numerics, onnx_runtime
 
-PROBE = ("import sys; from pipelines.cli import main; code = main(['search', {query!r}, '--json']); "
+PROBE = ("import sys; from cli import main; code = main(['search', {query!r}, '--json']); "
          "print('TORCH', 'torch' in sys.modules, file=sys.stderr); sys.exit(code)")
 
 

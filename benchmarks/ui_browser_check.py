@@ -81,7 +81,7 @@ def main() -> int:
            "PYTHONWARNINGS": "ignore::Warning"}
     env.setdefault("LECTIO_CORPUS_DIR", str(PROJECT / ".lectio" / "corpus"))
     env.pop("DATABASE_URL", None)
-    lectio = [sys.executable, "-m", "pipelines.cli"]
+    lectio = [sys.executable, "-m", "cli"]
     check = Checks()
     dev = browser = None
     try:

@@ -208,7 +208,7 @@ def test_definitions_validate_with_schedules_and_sensors(settings):
     }
     # The CLI as the operator runs it, against this test's home and sources.
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "dagster", "definitions", "validate"],
+        [sys.executable, "-m", "cli", "dagster", "definitions", "validate"],
         cwd=PROJECT, env=dict(os.environ), capture_output=True, text=True,
     )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.cli import main as cli
+from cli import main as cli
 from pipelines.definitions import build_definitions
 from assets.names import INGEST_JOB
 

@@ -12,7 +12,7 @@ from lectio.evaluation.baselines import BASELINES, Baselines, query_terms
 from lectio.evaluation.metrics import METRICS, evaluate_index
 from lectio.evaluation.querysets import load_queries
 from lectio.index import versions
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

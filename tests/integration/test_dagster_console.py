@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.cli import DEV_WARNINGS
+from cli.dev import DEV_WARNINGS
 from tests.conftest import PROJECT
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
-LECTIO = [sys.executable, "-c", "import sys; from pipelines.cli import main; sys.exit(main())"]
+LECTIO = [sys.executable, "-c", "import sys; from cli import main; sys.exit(main())"]
 DEADLINE_S = 600  # loading the code location on a loaded 2-core machine
 
 

@@ -32,7 +32,7 @@ from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatu
 from dagster_graphql import DagsterGraphQLClient
 
 from lectio.serving.app import PROCESS_HEADER
-from pipelines.cli import main as cli
+from cli import main as cli
 from pipelines.home import prepare_dagster_env
 from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB
 from tests.conftest import FIXTURES, PROJECT, own_home
@@ -199,7 +199,7 @@ def test_dagster_processes_and_serve_workers_as_docker_compose_runs_them(tmp_pat
         serve_port = _free_port()
         url = f"http://127.0.0.1:{serve_port}"
         serve = stack.enter_context(_started("serve", [
-            sys.executable, "-m", "pipelines.cli", "serve", "--port", str(serve_port), "--workers", "2",
+            sys.executable, "-m", "cli", "serve", "--port", str(serve_port), "--workers", "2",
             "--pool", "2"], logs, dict(os.environ)))
         _wait("a ready service", lambda: (_answers(f"{url}/ready") or [None])[0] == 200, [serve], logs)
 
@@ -256,7 +256,7 @@ def test_a_worker_that_cannot_start_stops_serve_with_a_failure():
     # supervisor stops, and `lectio serve` must say so and exit non-zero, not 0 as if served.
     with own_home("lectio-serve-fail-", lambda: _one_fixture_source("web")):
         script = ("import sys; from lectio.serving import app; app.WORKER_APP = 'lectio.serving.no_such_module:app'; "
-                  "from pipelines.cli import main; sys.exit(main(sys.argv[1:]))")
+                  "from cli import main; sys.exit(main(sys.argv[1:]))")
         done = subprocess.run([sys.executable, "-c", script, "serve", "--workers", "2", "--port", str(_free_port())],
                               cwd=PROJECT, env=dict(os.environ),
                               capture_output=True, text=True, timeout=300)

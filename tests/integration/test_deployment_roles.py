@@ -48,7 +48,7 @@ def deployment(monkeypatch):
 
 
 def test_lectio_runs_and_serves_without_a_superuser(deployment, capsys, caplog):
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     caplog.set_level(logging.WARNING)
     assert cli(["run"]) == 0

@@ -59,7 +59,7 @@ def test_a_home_under_a_private_folder_is_refused_in_one_line_and_the_folder_sta
     private = Path(tempfile.mkdtemp(prefix="lectio-private-"))  # mode 0700, as mkdtemp makes it
     home = private / "home"
     try:
-        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "index", "list"], cwd=PROJECT,
+        done = subprocess.run([sys.executable, "-m", "cli", "index", "list"], cwd=PROJECT,
                               env={**os.environ, "LECTIO_HOME": str(home)}, capture_output=True, text=True)
         assert stat.S_IMODE(private.stat().st_mode) == 0o700
         assert done.returncode == 2, done.stdout + done.stderr

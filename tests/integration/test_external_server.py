@@ -100,7 +100,7 @@ def external(monkeypatch, fixture_sources):
 
 
 def test_run_and_search_on_an_external_server_and_its_read_replica(external, capsys, monkeypatch):
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     home, host, passwords = external
     assert cli(["run"]) == 0

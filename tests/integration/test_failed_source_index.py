@@ -217,7 +217,7 @@ def test_the_index_runs_in_one_process_in_a_pool_of_one(home):
 def test_lectio_run_follows_the_same_rule(home, monkeypatch, capsys):
     """`lectio run` carries a failed source's last good chunks as the UI's builds do: the rest goes
     live, and the failure is loud (exit status 1, one line per failed source)."""
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     monkeypatch.setenv("LECTIO_SOURCES", str(home.settings.sources_file))  # `--sources` sets it for the process
     assert cli(["run", "--json", "--sources", str(home.settings.sources_file)]) == 0

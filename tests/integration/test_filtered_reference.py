@@ -20,7 +20,7 @@ from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchRequest, search
 from lectio.serving.app import SERVER_OPTIONS, create_app
 from lectio.serving.auth import Verifier
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

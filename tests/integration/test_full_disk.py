@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from lectio.index.database import ServerDidNotStart, disk_full
-from pipelines.cli import main as cli
+from cli import main as cli
 
 RAISE_DISK_FULL = ("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'disk_full', "
                    "MESSAGE = 'could not extend file \"base/1/2\": No space left on device'; END $$")
@@ -93,7 +93,7 @@ def _fill(folder: Path) -> Path:
 
 
 def _lectio(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], timeout=300)
 
 

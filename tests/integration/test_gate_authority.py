@@ -137,7 +137,7 @@ def test_the_operators_migrate_flags_still_apply(home, small_project_sets, capsy
     """`lectio migrate` is the operator on their own machine: its flags may loosen the gate."""
     import json
 
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     (home.folder / "rota.txt").write_text("Volunteer rota\n\nTuesday: choir practice.\n")
     capsys.readouterr()

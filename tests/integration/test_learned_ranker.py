@@ -117,7 +117,7 @@ def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdi
     from lectio.ranker.model import REGISTRY
     from lectio.registry.models import ACTIVE
     from lectio.training.gate import gate_ranker
-    from pipelines.model_command import describe_rankers, trained_rankers
+    from cli.model import describe_rankers, trained_rankers
 
     record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     query = "do not worry about anything but pray with thanksgiving"

@@ -21,7 +21,7 @@ from lectio.index.build import build_index
 from lectio.retrieval.search import SearchConfig, SearchRequest, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import run_source
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

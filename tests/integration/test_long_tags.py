@@ -10,7 +10,7 @@ from dagster import DagsterInstance
 
 from assets.names import INGEST_JOB, MODEL_TAG
 from assets.outcomes import root_cause
-from pipelines.cli import main as cli
+from cli import main as cli
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 

@@ -24,7 +24,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 from lectio.evaluation import migration_gate
 from lectio.rulesets import registry, scripture
 from lectio.index import loader, locks, retention, tables, versions
-from pipelines.cli import main as cli
+from cli import main as cli
 from lectio.evaluation.metrics import METRICS
 from lectio.retrieval.search import SearchRequest, search
 from lectio.sources import Source, SourceError, parse_entry
@@ -401,7 +401,7 @@ def test_a_killed_migration_leaves_the_live_index_alone_and_a_rerun_completes_it
         live_before = versions.live_version(conn)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "migrate", "--sources", str(sources), "--queries", str(QUERIES)],
+        [sys.executable, "-m", "cli", "migrate", "--sources", str(sources), "--queries", str(QUERIES)],
         cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     output = []
@@ -473,7 +473,7 @@ def test_sigterm_stops_lectio_run_before_the_index(home):
         live_before = versions.live_version(conn)
         versions_before = len(versions.list_versions(conn))
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(home.sources("sigterm"))],
+        [sys.executable, "-m", "cli", "run", "--sources", str(home.sources("sigterm"))],
         cwd=PROJECT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

@@ -176,7 +176,7 @@ def test_a_query_served_by_onnx_imports_neither_torch_nor_sentence_transformers(
 
     choice = ModelChoice(backend="onnx")
     onnx_runtime.ensure_export(choice.name, choice.release, "fp32", settings.home)  # made beforehand
-    probe = ("import sys, pipelines.cli, lectio.retrieval.search\n"
+    probe = ("import sys, cli, lectio.retrieval.search\n"
              "from lectio.embedding.model import Embedder, ModelChoice\n"
              "vector = Embedder(choice=ModelChoice(backend='onnx')).encode(['peace that passes understanding'])\n"
              "assert vector.shape == (1, 384)\n"

@@ -36,7 +36,7 @@ def test_a_killed_lectio_run_has_its_started_run_failed_and_its_queue_slot_freed
             # certainly still STARTED when its process is killed.
             with holder.transaction():
                 holder.execute("LOCK TABLE embedding_cache IN ACCESS EXCLUSIVE MODE")
-                process = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run"], cwd=PROJECT,
+                process = subprocess.Popen([sys.executable, "-m", "cli", "run"], cwd=PROJECT,
                                            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                 try:
                     run = _started_run(instance, process)

@@ -7,7 +7,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from lectio.index import versions
-from pipelines.cli import main as cli
+from cli import main as cli
 from pipelines.compute_logs import TerminalComputeLogManager
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.search import SearchRequest, search

@@ -14,7 +14,7 @@ import json
 import pytest
 from dagster import DagsterInstance, build_sensor_context
 
-from pipelines.cli import main as cli
+from cli import main as cli
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 

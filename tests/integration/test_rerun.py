@@ -111,7 +111,7 @@ def materialize_in_the_ui(sources, partition: str) -> str:
 
 def test_a_source_materialised_in_the_ui_is_skipped_by_the_next_lectio_run(home, monkeypatch, capsys):  # noqa: F811
     """Item 6 of issue 37: unchanged is decided from what raw_texts records in any run."""
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     sources = home.sources("ui-then-cli")
     monkeypatch.setenv("LECTIO_SOURCES", str(sources))  # `--sources` sets it for the process

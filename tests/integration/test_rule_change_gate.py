@@ -97,7 +97,7 @@ def test_a_rule_change_from_the_ui_is_held_for_the_gate_and_switched_only_by_it(
 
 
 def test_lectio_run_gates_a_rule_change_itself(home, capsys, monkeypatch):
-    from pipelines.cli import main as cli
+    from cli import main as cli
 
     live_before = _live(home)
     rules = home.sources("context-0", ", rules: {paragraph_context_sentences: 0}")

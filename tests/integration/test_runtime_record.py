@@ -16,7 +16,7 @@ import pytest
 
 from lectio.embedding import measurement, runtime_choice, runtime_record
 from lectio.embedding.model import MODEL_NAME, release_of
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow]
 
@@ -115,7 +115,7 @@ def test_a_query_runtime_not_interchangeable_with_the_index_is_not_obeyed(home, 
     # A search in a process of its own, as a user's: nothing exported or loaded for int8.
     int8 = onnx_runtime.model_file(MODEL_NAME, release, "int8")
     int8.unlink(missing_ok=True)
-    search = subprocess.run([sys.executable, "-m", "pipelines.cli", "search", "grace", "--json"], env=os.environ,
+    search = subprocess.run([sys.executable, "-m", "cli", "search", "grace", "--json"], env=os.environ,
                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=300)
     assert search.returncode == 0 and json.loads(search.stdout)["results"], search.stderr
     assert not int8.exists()

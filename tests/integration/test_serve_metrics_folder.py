@@ -67,7 +67,7 @@ def test_a_killed_supervisors_metrics_folder_is_removed_and_a_start_reaps_stale_
             (folder / "counter_1.db").write_bytes(b"\0" * 16)
 
         url = f"http://127.0.0.1:{(port := _free_port())}"
-        serve = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--workers", "2",
+        serve = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--port", str(port), "--workers", "2",
                                   "--pool", "1"], env={**os.environ, "TMPDIR": str(temp)},
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

@@ -22,7 +22,7 @@ import uvicorn
 from lectio.retrieval.options import SearchOptions
 from lectio.serving.app import SERVER_OPTIONS, create_app
 from lectio.serving.auth import AuthError, Verifier
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

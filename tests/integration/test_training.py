@@ -206,8 +206,8 @@ def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_
 
 
 def test_lectio_model_train_from_the_cli_and_what_show_lists(main_run, capsys):
-    from pipelines.cli import main as cli
-    from pipelines.model_command import describe_rerankers, trained_rerankers
+    from cli import main as cli
+    from cli.model import describe_rerankers, trained_rerankers
 
     capsys.readouterr()
     assert cli(["model", "train", "--steps", "2", "--layers", "1", "--no-gate", "--json"]) == 0

@@ -14,7 +14,7 @@ from lectio.index import locks, revocation, versions
 from lectio.index.database import restart_embedded
 from tests.crashes import crash_embedded
 from lectio.sources import MAX_NESTING, load_source
-from pipelines.cli import main as cli
+from cli import main as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

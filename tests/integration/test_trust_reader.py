@@ -16,7 +16,7 @@ from psycopg import sql
 
 from lectio.index import revocation, security, tables, versions
 from lectio.index.database import with_database
-from pipelines.cli import main as cli
+from cli import main as cli
 from tests.integration.test_trust import FIXTURES, home, run, sources_yaml  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

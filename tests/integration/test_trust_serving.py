@@ -21,7 +21,7 @@ from lectio.serving.app import SERVER_OPTIONS, create_app
 from lectio.serving.auth import MAX_PRINCIPALS, Verifier
 from lectio.settings import auth_settings
 from lectio.sources import load_sources
-from pipelines.cli import main as cli
+from cli import main as cli
 from tests.integration.test_service import get
 from tests.integration.test_trust import home, run  # noqa: F401 (the fixture)
 

@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
-LAYERS = ("lectio", "pipelines", "assets", "resources")
-DAGSTER_LAYER = ("dagster", "pipelines", "assets", "resources")
+LAYERS = ("lectio", "pipelines", "assets", "resources", "cli")
+DAGSTER_LAYER = ("dagster", "pipelines", "assets", "resources", "cli")
 # The domain's stage packages, lowest first: a package may import only those before it.
 STAGES = ("settings", "sources", "alerts", "bible", "readers", "embedding", "rulesets", "quality",
           "index", "registry", "reranker", "ranker", "retrieval", "evaluation", "training", "serving")
@@ -26,8 +26,12 @@ MAX_PARAMETERS = 7
 # lectio process imports what only a test needs.
 DAGSTER_ADAPTERS = {PROJECT / "pipelines" / "dagster_internals.py": "pipelines",
                     PROJECT / "tests" / "dagster_internals.py": "tests"}
-# The Dagster layer, lowest first: a layer imports only those before it (and the domain).
-DAGSTER_LAYERS = ("resources", "assets", "pipelines")
+# The Dagster layer, lowest first: a layer imports only those before it (and the domain). The
+# `lectio` command sits on top: its Dagster commands run pipelines, nothing imports it.
+DAGSTER_LAYERS = ("resources", "assets", "pipelines", "cli")
+# The command's package: Dagster and its layer are imported by the commands that run Dagster, inside
+# them, so `lectio search`, `serve`, `eval`, `index` and `token` start without them.
+CLI = PROJECT / "cli"
 # Where the code location's sensors and schedules are declared: a module per sensor, named after
 # it, in the sensors package; the schedule in its own module.
 SENSORS = PROJECT / "pipelines" / "sensors"
@@ -231,8 +235,8 @@ def test_every_function_takes_few_enough_arguments_to_call():
 
 
 def test_the_dagster_layer_imports_only_downhill():
-    """Resources, then assets, then the jobs, sensors and definitions that gather them: assets
-    never import pipelines, so the Dagster layer has no loop."""
+    """Resources, then assets, then the jobs, sensors and definitions that gather them, then the
+    command: assets never import pipelines, nor pipelines the command, so the layer has no loop."""
     graph = _graph()
     uphill = sorted(
         f"{module} imports {target}"
@@ -326,3 +330,19 @@ def test_the_schedules_are_declared_in_their_own_module():
     elsewhere = sorted(f"{path.relative_to(PROJECT)}: {function}" for path in _modules().values()
                        if path != SCHEDULES for function, _ in _declared(path, SCHEDULE_DECORATORS))
     assert elsewhere == [] and _declared(SCHEDULES, SCHEDULE_DECORATORS)
+
+
+def test_the_command_imports_dagster_only_in_the_commands_that_run_it():
+    eager = []
+    for path in sorted(CLI.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            eager += [f"{path.relative_to(PROJECT)}: {name}" for name in names
+                      if name.split(".")[0] in set(DAGSTER_LAYER) - {"cli"}]
+    assert eager == []

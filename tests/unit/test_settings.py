@@ -32,7 +32,7 @@ def test_the_home_keeps_stored_text_from_other_users(tmp_path, monkeypatch):
 def test_alert_links_point_at_the_port_lectio_dev_serves(monkeypatch):
     from lectio.alerts import run_url
     from lectio.settings import load_settings
-    from pipelines.cli import ui_url_env
+    from cli.dev import ui_url_env
 
     env = ui_url_env({"PATH": "/bin"}, 3300)
     monkeypatch.setenv("LECTIO_UI_URL", env["LECTIO_UI_URL"])

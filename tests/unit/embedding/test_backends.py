@@ -98,7 +98,7 @@ def test_a_backend_that_cannot_load_says_so_in_one_line(fresh, capsys, tmp_path)
     with pytest.raises(ValueError, match="onnxruntime is not installed"):
         Embedder(choice=ModelChoice()).for_model(ModelChoice(backend="onnx").id)
     # The CLI says it in one line, no traceback.
-    from pipelines.cli import main
+    from cli import main
 
     assert main(["serve"]) == 2
     err = capsys.readouterr().err.strip()

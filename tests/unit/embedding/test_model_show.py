@@ -1,6 +1,6 @@
 """`lectio model show` says how the home's ONNX query session runs, as measured."""
 
-from pipelines.model_command import describe
+from cli.model import describe
 
 MACHINE = {"cpu": "Some CPU", "cores": 2, "onnxruntime": "1", "torch": "2"}
 

@@ -4,10 +4,34 @@ says what a change means; `train` trains a reranker on the live index's training
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from lectio.embedding import runtime_choice, runtime_record
 from lectio.embedding.model import MODEL_NAME, release_of
+
+
+def model_options(model: argparse.ArgumentParser) -> None:
+    model.add_argument("action", choices=["show", "measure", "train", "use", "adapt", "rank"],
+                       help="measure: measure this machine again; train: train a reranker on the index's training "
+                            "pairs, then gate it; use: gate a trained reranker (or 'none') for this home's searches; "
+                            "adapt: fine-tune the embedding model on the same pairs (`lectio migrate --embedder` "
+                            "moves the index to it); rank: train the learned ranker on the query sets' dev parts, "
+                            "cross-validated by query (`--set stages.learned_rank.model=ID` searches with it)")
+    model.add_argument("reranker", nargs="?", help="use: a trained reranker's id, 'latest', or 'none'")
+    model.add_argument("--queries", nargs="+", help="train, use: the query sets the gate scores (default: every set "
+                       "under data/queries)")
+    model.add_argument("--part", choices=["dev", "test", "all"], default="dev",
+                       help="train, use: the part of each set the gate scores (default dev: defaults are chosen on it)")
+    model.add_argument("--force", action="store_true", help="use: switch even if the gate refuses")
+    model.add_argument("--no-gate", action="store_true", help="train, rank: train only; `lectio model use` gates later")
+    model.add_argument("--index", help="train: the index version whose corpus makes the pairs (default: the live one)")
+    model.add_argument("--steps", type=int, help="train, adapt: training steps (default 600; adapt 400)")
+    model.add_argument("--layers", type=int, help="train: MiniLM layers the reranker keeps (default 3)")
+    model.add_argument("--depth", type=int, default=100, help="rank: the first fused hits it orders again (default 100)")
+    model.add_argument("--limit", type=int, help="rank: at most this many dev queries of each set (default: all)")
+    model.add_argument("--ranker", action="store_true",
+                       help="use: 'latest' or 'none' of the learned ranker (a ranker's own id says so itself)")
 
 
 def model_command(args) -> int:
