@@ -24,7 +24,7 @@ from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import load_queries
 from lectio.index import mirror, security, versions
 from lectio.index.database import ensure_database, set_embedded_buffers, shared_buffers_mb
-from lectio.retrieval import candidates
+from lectio.retrieval.vector import vector_candidates
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchRequest, search
 from lectio.settings import load_settings
@@ -52,7 +52,7 @@ def one_round(database, queries, vectors, embedder) -> tuple[list[float], list[f
             with conn.transaction():
                 security.act_as_reader(conn, DEFAULT_PRINCIPALS)
                 started = time.perf_counter()
-                candidates.vector_candidates(conn, version.table_name, vector, where, params, config)
+                vector_candidates(conn, version.table_name, vector, where, params, config)
                 hnsw.append(time.perf_counter() - started)
             started = time.perf_counter()
             hybrid_search(query)

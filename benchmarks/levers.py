@@ -5,7 +5,7 @@ m and ef_construction, scale.py's maintenance_work_mem and one parallel worker) 
 version's own fp32 index under a scratch name, and dropped at the end: both indexes' size on disk
 and build time (the fp32 one from docs/scale/results.json, or rebuilt under a scratch name in the
 same run with --rebuild-fp32), recall@20 of each against an exact fp32 scan at ef_search 200, and
-the HNSW step of a public search (100 candidates, lectio.retrieval.candidates.vector_candidates'
+the HNSW step of a public search (100 candidates, lectio.retrieval.vector.vector_candidates'
 statement) through each index, alternating query by query.
 
 ef_search by shape: on each version given, recall@20 against an exact scan and the HNSW step's
@@ -42,7 +42,7 @@ from lectio.evaluation.querysets import load_queries
 from lectio.index import security, versions
 from lectio.index.database import ensure_database
 from lectio.index.indexes import HNSW_EF_CONSTRUCTION, HNSW_M
-from lectio.retrieval.candidates import vector_candidates
+from lectio.retrieval.vector import vector_candidates
 from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig
 from lectio.settings import PROJECT_ROOT, load_settings
 

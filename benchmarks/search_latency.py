@@ -51,7 +51,8 @@ from lectio.bible.refs import UnknownReference, parse_reference
 from lectio.index import security
 from lectio.retrieval import lexical
 from lectio.retrieval.hits import hits_by_id
-from lectio.retrieval.candidates import fuse, vector_candidates, weigh_prominence
+from lectio.retrieval.fusion import fuse, weigh_prominence
+from lectio.retrieval.vector import vector_candidates
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words

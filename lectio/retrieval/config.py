@@ -1,7 +1,8 @@
 """The knobs of a ranked search, in one frozen value: evaluation and migrations compare versions
 under the same configuration, and the CLI, the service and evaluation build it one way
-(SearchConfig.from_options). Settings are grouped per retriever, for fusion and per stage (each
-stage's own, declared in its module and gathered by lectio.retrieval.pipeline), and named by
+(SearchConfig.from_options). Settings are grouped per retriever (each retriever's own, declared in
+its module and gathered by lectio.retrieval.retrievers), for fusion and per stage (each stage's
+own, declared in its module and gathered by lectio.retrieval.pipeline), and named by
 their path: `vector.ef_search`, `fusion.rrf_k`, `stages.query_share.weight`; the flat names they
 had before (ALIASES) still name them at the doors."""
 
@@ -12,56 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from lectio.index import bm25
 from lectio.retrieval import bounds
 from lectio.retrieval.expansion import ExpansionSettings
 from lectio.retrieval.modes import HYBRID_ONLY, MODES, Mode
 from lectio.retrieval.pipeline import GROUPS, StageSettings
-
-
-@dataclass(frozen=True)
-class VectorSettings:
-    weight: float = 1.0  # the HNSW list's weight in fusion
-    # The vector side takes `candidates` rows from HNSW. ef_search 100 finds 95.5 % of the
-    # exact top 100 (one query only 75 %), 400 finds 99.5 %. 200 was chosen on the dev parts of
-    # all three query sets, where every metric stayed within noise of 400 (and of 150): the HNSW
-    # walk is the longest step a hybrid search must wait for (benchmarks/search_latency.py).
-    ef_search: int = 200
-    expand: bool = False  # embed the query with its expansion words (ExpansionSettings)
-
-
-@dataclass(frozen=True)
-class LexicalSettings:
-    weight: float = 1.0  # the BM25 list's weight in fusion
-    k1: float = bm25.K1
-    b: float = bm25.B
-    # BM25 on versions with postings (lectio.index.postings): each query word's best
-    # `depth` postings are read and the best `rescored` chunks among them scored in
-    # full. Chosen by fidelity to scoring every matching chunk, on the theology dev part
-    # (benchmarks/search_latency.py reports the overlap), not by any retrieval score.
-    depth: int = 4000
-    rescored: int = 400
-    # BM25 from the version's lexical mirror (lectio.index.mirror): every matching chunk scored
-    # in process, the best confirmed under row-level security. Off, or where the mirror cannot
-    # apply a filter, the postings above are read in SQL.
-    mirror: bool = True
-    expand: bool = True  # match the query's expansion words too (ExpansionSettings)
-    # Match the other derivations of the query's words the stemmer keeps apart, as the query's own
-    # ("justification" also matches "justified"; lectio.retrieval.expansion.derived_forms).
-    derived: bool = False
-
-
-@dataclass(frozen=True)
-class TitleSettings:
-    """Named passages ("the Lord's Prayer", "crossing the Red Sea") match pericope titles: most of
-    the title's words are in the query, and at least `query_share` of the query's words are in
-    the title."""
-
-    weight: float = 1.0
-    # At a half, one common word of two ("son" of "the prodigal son") matched a title ("Aaron's
-    # Sons") and outranked the story; 0.6 was chosen on the theology set's dev part over 0.5, 0.75
-    # and 1 (see docs/results.md).
-    query_share: float = 0.6
+from lectio.retrieval.retrievers import declared
 
 
 @dataclass(frozen=True)
@@ -84,7 +40,7 @@ class TopicSettings:
     # "moderation" are the KJV's alone; the WEB says "plumb line" and "gentleness"), and many
     # readers' words are the KJV's. In a topic's second fusion, BM25 over the
     # other translations' scripture proposes, weighing this much, the chunk of the same verses in
-    # the search's translation (lectio.retrieval.candidates.twins); 0 turns it off. 3, the
+    # the search's translation (lectio.retrieval.other_translations.twins); 0 turns it off. 3, the
     # topic's own BM25 weight, was chosen on the dev parts over 1 and 2: Nave's recall@20 .352 ->
     # .390, budget recall .311 -> .351, theology and near-quotations within noise. Every query
     # (weight 1, not only topics) cost theology budget recall beyond noise; see docs/results.md.
@@ -119,87 +75,6 @@ class ParagraphSettings:
 
 
 @dataclass(frozen=True)
-class XrefSettings:
-    """Cross-reference expansion: verses the corpus links to the best hits' passages, within
-    `depth` steps, ranked by their similarity to the query plus a boost for the link."""
-
-    # Off by default: on the theology set it left recall@20 where it was (.615 → .614 at weight
-    # 0.3, .616 at 1.0) and cost precision@5 (.394 → .377, .343); docs/results.md has the runs.
-    weight: float = 0.0
-    seeds: int = 10  # best fused hits whose verses seed the traversal
-    depth: int = 2
-    boost: float = 0.15
-    max_linked: int = 200
-
-
-@dataclass(frozen=True)
-class EvidenceSettings:
-    """A search narrowed to scripture still hears the other kinds the caller may read: a
-    commentary, confession or note that answers the query speaks for the scripture it is filed
-    under. The same search without the kind filter is ranked too; its first `depth` hits, each
-    given as the scripture chunk that best matches its verses (lectio.retrieval.candidates.
-    covered_passages; a hit on more than `max_verses` verses is about too much to speak for any),
-    are fused with the filtered ranking, weighing `weight`. 0 turns it off."""
-
-    # Asked with `kind: scripture`, theology's dev recall@20 was .022 below the same queries
-    # unfiltered (.009 with the evidence): the unfiltered page covered relevant verses through
-    # commentary on them, which a filtered page cannot show. Weight 1 (what the vector and BM25
-    # lists weigh) and the first 20 hits (a page of the sets' depth) were taken as they stand, not
-    # tuned; docs/results.md has the dev figures.
-    weight: float = 1.0
-    depth: int = 20
-    max_verses: int = 20
-    # How far down the unfiltered page the evidence reads to find its `depth` hits that carry
-    # verse references: a confession's or catechism's own answer, a document, carries none and
-    # speaks for no passage, yet took a slot of the first 20.
-    reads: int = 20
-
-
-@dataclass(frozen=True)
-class FeedbackSettings:
-    """Feedback from the first page (lectio.retrieval.feedback): the query's vector moved toward
-    the first `docs` hits of the unfiltered search, keeping
-    `alpha` of its own, and the moved vector's HNSW neighbours fused as one more list weighing
-    `weight` (0: off). A first vector hit at cosine `skip_above` or more (a quotation) is left
-    alone."""
-
-    # On the readers' typed topics' dev part, weight 1 over the first 5 hits gained beyond noise
-    # (recall@20 .195 -> .201, MRR .276 -> .287, nDCG@10 .135 -> .140); 0.5, alpha 0.7 and 10 hits
-    # were no better. On the readers' questions it cost recall@20 beyond noise (.287 -> .261), so a
-    # question takes none (`questions`; a query reads as one with or without its question mark,
-    # so "do not be anxious" and "do not be anxious?" are moved alike). Every search moves its
-    # vector toward the unfiltered first page, whatever its filters.
-    # Queries of at most 3 content words (`max_words`), chosen on the dev parts with the learned
-    # ranker on: topics recall@20 .203 -> .209 and nDCG@10 .143 -> .146 beyond noise, theology,
-    # Nave's and near-quotations within it; at any length, or up to 5 words, the near-quotations'
-    # MRR fell beyond noise (.962 -> .946), whatever `skip_above` (.6 to .8). Still off: with the
-    # evidence of the other kinds, a topic narrowed to scripture ("peace", on the test fixtures)
-    # no longer keeps the unfiltered topic's first five scripture hits.
-    weight: float = 0.0
-    docs: int = 5
-    alpha: float = 0.5
-    skip_above: float = 0.8
-    # Whether a question (lectio.retrieval.query_text.QueryText.question_form) takes feedback too.
-    questions: bool = False
-    # A query of more content words than this takes none (0: any length).
-    max_words: int = 3
-
-
-@dataclass(frozen=True)
-class PassageSettings:
-    """The passage around the verse (lectio.retrieval.passages): the first `candidates` vector
-    hits (each on at most `max_verses` verses) vote for their chapters, and the verses of the best
-    `chapters` chapters, each scored by its cosine plus `boost` times its chapter's share of the
-    best vote, are fused as one more list weighing `weight` (0: off)."""
-
-    weight: float = 0.0
-    candidates: int = 30
-    chapters: int = 5
-    boost: float = 0.1
-    max_verses: int = 20
-
-
-@dataclass(frozen=True)
 class QuestionSettings:
     """A question ("What is faith?", "Is man a reasonable creature?", "Why did Jesus weep?") is
     ranked by its subject (lectio.retrieval.query_text.QueryText.question_subject) when
@@ -217,7 +92,7 @@ class QuestionSettings:
 class FusionSettings:
     rrf_k: int = 60
     # Each list's share of a hybrid's fusion is scaled by (score / that list's best) ** this power
-    # (lectio.retrieval.candidates.fuse); 0 fuses by ranks alone. By ranks alone the citation
+    # (lectio.retrieval.fusion.fuse); 0 fuses by ranks alone. By ranks alone the citation
     # prior lifted much-cited passages over a quoted verse both sides put first (near-quotation
     # dev MRR .784). 1.5 was chosen on the dev parts over 0.5, 1 and 2: near-quotation MRR .953,
     # theology and Nave's within noise of ranks alone (docs/results.md).
@@ -230,7 +105,22 @@ class FusionSettings:
     prominence_weight: float = 0.2
 
 
+def _with_retriever_settings(cls):
+    """`cls` with a field for each settings group the retrievers declare, after `word_study`,
+    before dataclass() reads its fields: a retriever's settings are its module's, never this one's."""
+    annotations = {}
+    for name, annotation in cls.__annotations__.items():
+        annotations[name] = annotation
+        if name == "word_study":
+            for setting in declared():
+                annotations[setting.name] = setting.annotation
+                setattr(cls, setting.name, setting.field())
+    cls.__annotations__ = annotations
+    return cls
+
+
 @dataclass(frozen=True)
+@_with_retriever_settings
 class SearchConfig:
     """How a non-reference query is answered. Lexical matching catches what
     vectors blur (names, rare words), vectors catch paraphrase; RRF fuses the two rankings."""
@@ -245,17 +135,12 @@ class SearchConfig:
     candidates: int = 100
     # A query about a Greek or Hebrew word gets its Strong's entry and the verses that use it.
     word_study: bool = True
-    vector: VectorSettings = field(default_factory=VectorSettings)
-    lexical: LexicalSettings = field(default_factory=LexicalSettings)
+    # Each retriever's settings (vector, lexical, titles, feedback, passages, evidence, xrefs:
+    # lectio.retrieval.retrievers) come here, in the retrievers' order (_with_retriever_settings).
     expansion: ExpansionSettings = field(default_factory=ExpansionSettings)
-    titles: TitleSettings = field(default_factory=TitleSettings)
     topics: TopicSettings = field(default_factory=TopicSettings)
     paragraphs: ParagraphSettings = field(default_factory=ParagraphSettings)
-    xrefs: XrefSettings = field(default_factory=XrefSettings)
-    evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
     questions: QuestionSettings = field(default_factory=QuestionSettings)
-    feedback: FeedbackSettings = field(default_factory=FeedbackSettings)
-    passages: PassageSettings = field(default_factory=PassageSettings)
     fusion: FusionSettings = field(default_factory=FusionSettings)
     stages: StageSettings = field(default_factory=StageSettings)
 
@@ -353,8 +238,8 @@ def _set(settings, path: list[str], value):
 
 
 _SETTINGS = {kind.__name__: kind for kind in (
-    VectorSettings, LexicalSettings, ExpansionSettings, TitleSettings, TopicSettings, ParagraphSettings,
-    XrefSettings, EvidenceSettings, QuestionSettings, FeedbackSettings, PassageSettings, FusionSettings, StageSettings)} | GROUPS
+    ExpansionSettings, TopicSettings, ParagraphSettings, QuestionSettings, FusionSettings, StageSettings,
+    *(setting.kind for setting in declared()))} | GROUPS
 
 # The flat names settings had before they were grouped: docs, commands and scripts still use them.
 # They are read at the doors only (the CLI's options, `--set`, query sets, recorded reports, through

@@ -22,15 +22,17 @@ and the SQL below is written out from them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
 from lectio.index import bm25, citations, mirror, postings, tables
-from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.request import VersionRequest
+
+if TYPE_CHECKING:  # annotations only: the retrievers this serves are part of every SearchConfig
+    from lectio.retrieval.config import SearchConfig
+    from lectio.retrieval.request import VersionRequest
 
 # The first read confirms exactly the candidates wanted: the mirror has already applied the caller's
 # ACL and filters, so the read drops nothing unless the two disagree (measured on the full index:

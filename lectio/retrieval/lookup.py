@@ -6,7 +6,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from lectio.bible.refs import RefRange
-from lectio.retrieval import candidates
+from lectio.retrieval import spans
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.hits import SELECT_COLUMNS, Hit
 from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
@@ -17,7 +17,7 @@ from lectio.retrieval.scope import Scope
 def lookup(request: VersionRequest, ranges: list[RefRange]) -> SearchResponse:
     """Verses of the referenced ranges in canonical order (the preferred translation first)."""
     conn, query, filters, version = request.conn, request.query, request.filters, request.version
-    span, span_params = candidates.ordinal_spans([(r.start_ordinal, r.end_ordinal) for r in ranges])
+    span, span_params = spans.ordinal_spans([(r.start_ordinal, r.end_ordinal) for r in ranges])
     for translation in _translation_preference(request):
         where, params = filters.where(translation)
         rows = conn.execute(

@@ -14,6 +14,9 @@ class Mode(StrEnum):
 
 
 MODES = tuple(Mode)
-# The modes a ranking stage may serve: every one, or the hybrid alone (vector and lexical stay
+# The modes a ranking stage or a retriever may serve: every one, or the hybrid alone (vector and lexical stay
 # the plain baselines they are).
 ANY_MODE, HYBRID_ONLY = frozenset(MODES), frozenset({Mode.HYBRID})
+# The modes that embed the query and the modes that match its words: every retriever serves one
+# of these or the hybrid alone.
+EMBEDDING_MODES, WORD_MODES = frozenset({Mode.HYBRID, Mode.VECTOR}), frozenset({Mode.HYBRID, Mode.LEXICAL})

@@ -12,19 +12,51 @@ caller, through the search's filters, so no verse the caller may not read is pro
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from psycopg import sql
 
-from lectio.retrieval import candidates
-from lectio.retrieval.request import VersionRequest
+from lectio.retrieval import spans
+from lectio.retrieval.modes import EMBEDDING_MODES
+from lectio.retrieval.retriever import LISTS, Declared, Proposals, Ranking
+from lectio.retrieval.stage import Setting
 
-Ranking = list[tuple[str, float]]
+if TYPE_CHECKING:
+    from lectio.retrieval.request import VersionRequest
+
 # An ordinal is BBCCCVVV: its chapter is the ordinal without its last three digits.
 _CHAPTER = 1000
 
 
-def wanted(request: VersionRequest, found) -> bool:
-    return bool(request.config.passages.weight) and found.vector is not None and bool(found.near)
+@dataclass(frozen=True)
+class PassageSettings:
+    """The passage around the verse (lectio.retrieval.passages): the first `candidates` vector
+    hits (each on at most `max_verses` verses) vote for their chapters, and the verses of the best
+    `chapters` chapters, each scored by its cosine plus `boost` times its chapter's share of the
+    best vote, are fused as one more list weighing `weight` (0: off)."""
+
+    weight: float = 0.0
+    candidates: int = 30
+    chapters: int = 5
+    boost: float = 0.1
+    max_verses: int = 20
+
+
+class Passages(Declared):
+    """The verses of the chapters the vector candidates crowd into."""
+
+    name: ClassVar[str] = "passages"
+    settings: ClassVar[tuple[Setting, ...]] = (Setting("passages", PassageSettings),)
+    modes: ClassVar[frozenset[str]] = EMBEDDING_MODES
+    reads: ClassVar[str] = LISTS
+
+
+    @classmethod
+    def propose(cls, request: VersionRequest, found: Proposals, seen=None) -> Ranking | None:
+        if not request.config.passages.weight or found.vector is None or not found.listed("vector"):
+            return None
+        return chapter_verses(request, found)
 
 
 def chapter_votes(request: VersionRequest, near: Ranking) -> dict[int, float]:
@@ -44,15 +76,14 @@ def chapter_votes(request: VersionRequest, near: Ranking) -> dict[int, float]:
 
 
 def chapter_verses(request: VersionRequest, found) -> Ranking:
-    """The verses of the chapters the vector candidates of `found` (lectio.retrieval.proposals.
-    Proposals) vote for most, best first."""
+    """The verses of the chapters the vector candidates of `found` vote for most, best first."""
     settings = request.config.passages
-    votes = chapter_votes(request, found.near)
+    votes = chapter_votes(request, found.listed("vector"))
     if not votes:
         return []
     best = sorted(votes.items(), key=lambda item: -item[1])[: settings.chapters]
     top = best[0][1] or 1.0  # every vote 0: no chapter stands out
-    within, span_params = candidates.ordinal_spans([(key * _CHAPTER, key * _CHAPTER + _CHAPTER - 1) for key, _ in best])
+    within, span_params = spans.ordinal_spans([(key * _CHAPTER, key * _CHAPTER + _CHAPTER - 1) for key, _ in best])
     rows = request.conn.execute(
         sql.SQL("SELECT chunk_id, ordinal, 1 - (embedding <=> %(v)s) FROM {table} "
                 "WHERE granularity = 'verse' AND ({within}) AND {where}").format(

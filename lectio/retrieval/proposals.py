@@ -1,94 +1,73 @@
-"""What each retriever proposes for one query, before fusion: the HNSW neighbours of its
-embedding, BM25 (with the translations' renderings as expansion), pericope titles, and for a
-topic the other translations' BM25. The vector side runs beside the lexical side."""
+"""What the retrievers propose for one query, before fusion (lectio.retrieval.retrievers lists
+them): first those that read the query, the one that embeds it beside the lexical side, then
+those that read the others' lists."""
 
 from __future__ import annotations
 
 from concurrent.futures import wait
-from dataclasses import dataclass
+from dataclasses import replace
 
 from psycopg import sql
 
 from lectio.index import security
-from lectio.retrieval import candidates, lexical, passages, threads, topics
-from lectio.retrieval.expansion import derived_forms, expansion_words
+from lectio.retrieval import lexical, retrievers, threads
+from lectio.retrieval.expansion import expansion_words
 from lectio.retrieval.request import VersionRequest
-
-
-@dataclass
-class Proposals:
-    """What each retriever proposed for one query, before fusion: fusing them again under other
-    weights reads nothing twice."""
-
-    vector: object  # the query's embedding (None in lexical mode)
-    near: list[tuple[str, float]] | None  # HNSW neighbours; None where the vector side did not run
-    words: list[tuple[str, float]] | None  # BM25; None where the lexical side did not run
-    titles: list[tuple[str, float]] | None  # pericope titles, where the lexical side ran with titles on
-    where: sql.Composable
-    params: list
-    index: lexical.LexicalIndex  # the lexical side's, which the citation prior reads too
-    # The other translations' BM25 as this translation's chunks; read for a topic-shaped query only.
-    others: list[tuple[str, float]] | None = None
-    # The HNSW neighbours of the query's vector moved toward its first hits (lectio.retrieval.
-    # feedback); None where feedback did not run.
-    feedback: list[tuple[str, float]] | None = None
-    # The rows of `feedback` this search's filters leave out: a filtered search walks as the
-    # unfiltered one does, so each row it keeps weighs in fusion as it does there.
-    feedback_outside: frozenset[str] = frozenset()
-    # The verses of the chapters the vector candidates crowd into (lectio.retrieval.passages);
-    # None where that list is off.
-    passages: list[tuple[str, float]] | None = None
+from lectio.retrieval.retriever import LISTS, QUERY, Proposals
 
 
 def proposals(request: VersionRequest, rows: sql.Composable | None = None, vector=None) -> Proposals:
-    """Each retriever's candidates; `rows` narrows the rows ranked; `vector` is the query's
-    embedding where it is already made. The vector side runs on the request's `vector_conn` where
-    there is one, beside the lexical side."""
-    conn, table_name, query, filters = request.conn, request.table_name, request.query, request.filters
-    config, translation = request.config, request.translation
+    """Each retriever's list; `rows` narrows the rows ranked; `vector` is the query's embedding
+    where it is already made. The retrievers that run beside (the vector side) run on the
+    request's `vector_conn` where there is one, while the others read on `conn`."""
+    config = request.config
+    chosen = retrievers.serving(config.mode)
     # The mirror ranks every matching chunk; SQL where there is none, or rows it cannot narrow to.
-    index = lexical.choose(request, translation, narrower=rows)
-    where, params = index.rows.where, index.rows.params
-    extra = expansion_words(query, config.expansion) if config.lexical.expand or config.vector.expand else ""
-    side = near = words = titles = others = None
-    if config.embeds:
+    index = lexical.choose(request, request.translation, narrower=rows)
+    extra = expansion_words(request.query, config.expansion) if config.lexical.expand or config.vector.expand else ""
+    found = Proposals(vector, index.rows.where, index.rows.params, index, extra, narrowed=rows is not None)
+    beside = [r for r in chosen if r.reads == QUERY and r.beside]
+    side = None
+    if beside:
         # The model embeds the query (and a second connection reads its neighbours) while the
         # database answers the lexical side: each waits on its own core, not one after the other.
-        said = request.embedded or query
-        text = f"{said} {extra}" if config.vector.expand and extra else said
-        side = threads.embedding().submit(_vector_side, request, text, where, params, vector)
+        side = threads.embedding().submit(_beside, request, found, beside)
     try:
-        if config.matches_words:
-            # The query's words as BM25 matches them: with the derivations the stemmer keeps apart.
-            own = " ".join([query, *derived_forms(query)]) if config.lexical.derived else query
-            found = index.proposals(own, extra if config.lexical.expand else "", config)
-            words, titles = found.words, found.titles if config.titles.weight else None
-        if rows is None and config.topics.other_translations_weight and topics.fused_again(query, config, filters):
-            # Read while the vector side still walks the graph: a topic's is the longer walk.
-            others = topics.other_translations(request, translation)
+        _propose(request, found, [r for r in chosen if r.reads == QUERY and not r.beside])
     finally:
         if side is not None:
             wait([side])  # the second connection is the caller's again only once its reads are done
-    vector = None
     if side is not None:
-        vector, near = side.result()
-        if near is None:
-            near = candidates.vector_candidates(conn, table_name, vector, where, params, config)
-    found = Proposals(vector, near, words, titles, where, params, index, others)
-    if passages.wanted(request, found):
-        found.passages = passages.chapter_verses(request, found)
+        found.vector, lists = side.result()
+        if lists is None:  # no second connection: they read on this one, now the vector is made
+            _propose(request, found, beside)
+        else:
+            found.lists.update(lists)
+    _propose(request, found, [r for r in chosen if r.reads == LISTS])
     return found
 
 
-def _vector_side(request: VersionRequest, text: str, where, params, vector=None):
-    """The query's vector (`vector` where it is already embedded) and, on the request's
-    `vector_conn` (a connection of its own, None for none), its HNSW candidates, read as the same
-    principals as the rest of the search."""
+def _propose(request: VersionRequest, found: Proposals, chosen) -> None:
+    for retriever in chosen:
+        listed = retriever.propose(request, found)
+        if listed is not None:
+            found.lists[retriever.name] = listed
+
+
+def _beside(request: VersionRequest, found: Proposals, beside) -> tuple[object, dict | None]:
+    """The query's vector (`found.vector` where it is already embedded) and, on the request's
+    `vector_conn` (a connection of its own; None where there is none), the lists of the
+    retrievers `beside`, read as the same principals as the rest of the search."""
+    vector = found.vector
     if vector is None:
+        said = request.embedded or request.query
+        text = f"{said} {found.extra}" if request.config.vector.expand and found.extra else said
         vector = request.embedder.encode([text])[0]
-    conn = request.vector_conn
-    if conn is None:
+    if request.vector_conn is None:
         return vector, None
-    with conn.transaction():
-        security.act_as_reader(conn, request.filters.principals)
-        return vector, candidates.vector_candidates(conn, request.table_name, vector, where, params, request.config)
+    there = replace(request, conn=request.vector_conn, vector_conn=None)
+    seen = replace(found, vector=vector, lists={}, shared={})
+    with there.conn.transaction():
+        security.act_as_reader(there.conn, request.filters.principals)
+        _propose(there, seen, beside)
+    return vector, seen.lists

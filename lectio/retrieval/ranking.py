@@ -1,35 +1,38 @@
 """A ranked search from proposals to page: the retrievers' proposals fused (with the evidence of
-the other kinds where the search is narrowed to scripture), then the ranking stages."""
+the other kinds where the search is narrowed to scripture: lectio.retrieval.evidence), then the
+ranking stages."""
 
 from __future__ import annotations
 
 from concurrent.futures import wait
 from dataclasses import replace
 
-from lectio.retrieval import evidence, feedback, fusion, stages, threads
+from lectio.index import security
+from lectio.retrieval import feedback, fusion, stages, threads
+from lectio.retrieval.evidence import Evidence, covered_passages
 from lectio.retrieval.proposals import proposals
-from lectio.retrieval.fusion import Ranking
 from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.response import SearchResponse, results
+from lectio.retrieval.retriever import Ranking
 
 
 def ranked_search(request: VersionRequest) -> SearchResponse:
-    if not evidence.asked(request):
+    if not Evidence.asked(request):
         order, _ = fusion.ranking(request, first=_first_page(request))
     elif request.vector_conn is None:
-        spoken, vector, first = evidence.spoken(request)
+        spoken, vector, first = _spoken(request)
         order, _ = fusion.ranking(request, vector, spoken, _first_page(request, first))
     else:
         # Two connections: the unfiltered ranking the evidence needs is read on the second while
         # the first reads the filtered retrievers, so the evidence costs about one ranking's time.
-        beside = threads.evidence().submit(evidence.spoken_on_own_connection,
+        beside = threads.evidence().submit(_spoken_on_own_connection,
                                            replace(request, conn=request.vector_conn, vector_conn=None))
         try:
             found = proposals(replace(request, vector_conn=None))
         finally:
             wait([beside])  # the second connection is the caller's again only once its reads are done
         spoken, first = beside.result()
-        order = fusion.ranked_with_feedback(request, found, spoken, _first_page(request, first))
+        order = fusion.ranked_with_page(request, found, spoken, _first_page(request, first))
     return SearchResponse(request.query, request.config.mode, request.version, results(stages.page(request, order)))
 
 
@@ -42,3 +45,28 @@ def _first_page(request: VersionRequest, every_kind: Ranking | None = None) -> f
     if every_kind is not None and not feedback.narrowed(request, beside=("kind",)):
         return lambda _vector: every_kind
     return lambda vector: fusion.ranking(feedback.page_request(request), vector)[0]
+
+
+def _spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
+    """The passages the unfiltered first hits of a search narrowed to scripture speak for, the
+    query's embedding, and the ranking of every kind (whose first hits feedback reads where no
+    other filter narrows the search), read as feedback's first page is (no feedback, fused order)."""
+    evidence = request.config.evidence
+    wider = feedback.page_request(request, keep=tuple(name for name in feedback.NARROWING if name != "kind"))
+    order, vector = fusion.ranking(wider)
+    # The page the caller would have read unfiltered (the stages keep one hit per passage), read
+    # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.
+    read = stages.page(wider, order, max(evidence.reads, evidence.depth))
+    page = [(hit.chunk_id, hit.refs, hit.score) for hit in read
+            if 1 <= len(hit.refs or ()) <= evidence.max_verses][:evidence.depth]
+    where, params = request.filters.where(request.translation)
+    return covered_passages(request.conn, request.table_name, page, where, params, evidence.max_verses), vector, order
+
+
+def _spoken_on_own_connection(request: VersionRequest) -> tuple[Ranking, Ranking]:
+    """`_spoken` on `request.conn`, a connection of its own, reading as the same principals: the
+    passages spoken for and the unfiltered ranking."""
+    with request.conn.transaction():
+        security.act_as_reader(request.conn, request.filters.principals)
+        ranking, _, order = _spoken(request)
+        return ranking, order

@@ -1,16 +1,18 @@
-"""Short topics ("plummet", "bishop"): which queries a search answers as one, and the other
-translations' words it also matches one in. A topic wants the verses that use its word, and one
-word's vector is vague; many readers' words are another translation's."""
+"""Short topics ("plummet", "bishop"): which queries a search answers as one, fused again with
+their words weighing more (lectio.retrieval.fusion) or ranked again over verses. A topic wants the
+verses that use its word, and one word's vector is vague."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from psycopg import sql
 
-from lectio.retrieval import candidates, lexical, shape
-from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.expansion import expansion_words
-from lectio.retrieval.request import VersionRequest
-from lectio.retrieval.scope import Scope
+from lectio.retrieval import shape
+
+if TYPE_CHECKING:
+    from lectio.retrieval.config import SearchConfig
+    from lectio.retrieval.scope import Scope
 
 # The rows a topic is answered from: scripture as verses only, with or without the other kinds.
 TOPIC_ROWS = {
@@ -33,13 +35,3 @@ def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
 def fused_again(query: str, config: SearchConfig, filters: Scope) -> bool:
     """Whether a topic-shaped query is fused again from its candidates (not read from other rows)."""
     return config.topics.rows == "all" and topic_shaped(query, config, filters)
-
-
-def other_translations(request: VersionRequest, translation: str) -> list[tuple[str, float]]:
-    """BM25 over the scripture of every translation but `translation`, each hit given as the chunk
-    of the same verses in `translation` (candidates.twins): the verse whose word `translation`
-    renders otherwise. Read as the caller, from the mirror where it can, else in SQL."""
-    conn, table_name, query, config = request.conn, request.table_name, request.query, request.config
-    extra = expansion_words(query, config.expansion) if config.lexical.expand else ""
-    ranked = lexical.choose(request, translation, others=True).words(query, extra, config)
-    return candidates.twins(conn, table_name, ranked, *request.filters.where(translation))

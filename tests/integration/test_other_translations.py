@@ -6,7 +6,7 @@ import pytest
 from psycopg import sql
 
 from lectio.index import security, versions
-from lectio.retrieval import candidates
+from lectio.retrieval import other_translations
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.search import SearchConfig, SearchRequest, search
@@ -66,7 +66,7 @@ def test_a_twin_is_the_same_verses_in_the_asked_translation(conn, two_translatio
     scope = Scope(ALICE, Filters())
     with conn.transaction():
         security.act_as_reader(conn, ALICE)
-        found = candidates.twins(conn, table, kjv, *scope.where("WEB"))
+        found = other_translations.twins(conn, table, kjv, *scope.where("WEB"))
     asked = {(row[1], tuple(row[2])) for row in rows.values() if row[3] == "KJV"}
     for chunk_id, _ in found:
         kind, granularity, refs, translation = rows[chunk_id]

@@ -17,7 +17,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.index.build import build_index
 from lectio.rulesets.registry import run_source
 from lectio.embedding.model import Embedder
-from lectio.retrieval import candidates, lexical
+from lectio.retrieval import evidence, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
@@ -286,7 +286,7 @@ def test_a_hit_is_given_as_the_passage_that_best_matches_its_verses(conn, small_
     ranked = [(chunk_id, 1.0 / rank) for rank, (chunk_id, _) in enumerate(rows, start=1)]
     where, params = Scope(("public",), SCRIPTURE).where("WEB")
     page = [(chunk_id, refs, 1.0 / rank) for rank, (chunk_id, refs) in enumerate(rows, start=1)]
-    spoken = dict(candidates.covered_passages(conn, table, page, where, params, max_verses=20))
+    spoken = dict(evidence.covered_passages(conn, table, page, where, params, max_verses=20))
     assert spoken.get("ps_23_4_web") == 1.0 / (1 + [c for c, _ in rows].index("ps_23_4_web"))  # itself
     for chunk_id, refs in rows:
         if chunk_id == "ps_23_4_web" or not refs or len(refs) > 20:

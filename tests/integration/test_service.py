@@ -203,7 +203,8 @@ def test_a_number_no_search_can_mean_is_refused_in_one_line_at_the_cli(service, 
 def test_a_library_caller_meets_the_same_ranges(conn):
     from dataclasses import replace
 
-    from lectio.retrieval.config import FusionSettings, SearchConfig, XrefSettings
+    from lectio.retrieval.config import FusionSettings, SearchConfig
+    from lectio.retrieval.xrefs import XrefSettings
     from lectio.retrieval.search import SearchRequest, search
 
     with pytest.raises(ValueError, match=r"^fusion.prominence_weight must be a number from 0 to 100, not inf$"):

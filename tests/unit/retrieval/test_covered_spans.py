@@ -1,8 +1,8 @@
 """Where a filtered search looks for the passage a hit of another kind speaks for: one short span
-of verse ordinals per run of the hit's verses (lectio.retrieval.candidates._spans)."""
+of verse ordinals per run of the hit's verses (lectio.retrieval.evidence._spans)."""
 
 from lectio.bible.refs import Ref
-from lectio.retrieval.candidates import _spans
+from lectio.retrieval.evidence import _spans
 
 
 def test_a_run_of_verses_is_one_span_from_the_chapter_before_it():

@@ -3,7 +3,7 @@ list's best above it, so a far-ahead first place is not outvoted by a crowd of w
 
 import pytest
 
-from lectio.retrieval.candidates import fuse
+from lectio.retrieval.fusion import fuse
 
 # The quoted verse is first on both sides, far ahead of the vector side's next hit; a passage
 # the commentators favour is close behind it on the lexical side only.
