@@ -13,23 +13,21 @@ from dagster import (
     IOManagerDefinition,
     SourceAsset,
     StaticPartitionsDefinition,
-    define_asset_job,
-    in_process_executor,
 )
 
-from assets import build_index_assets, build_source_assets, build_training_assets
+from assets import MIGRATION_ASSETS, build_index_assets, build_source_assets, build_training_assets
 from assets.checks import build_asset_checks
-from assets.source_assets import OWNERS, SOURCE_INPUTS
+from assets.source_assets import OWNERS
 from lectio.embedding.packaged import NameTooLong, bounded_name
 from lectio.settings import Settings, load_settings
 from lectio.sources import source_ids
 from pipelines.batches import request_index_now
 from pipelines.dagster_internals import PickledObjectFilesystemIOManager, create_external_asset_from_source_asset
-from pipelines.migration import build_migration_assets, build_migration_jobs
+from pipelines.jobs import INGEST_EXECUTOR, build_jobs
 from pipelines.run_owners import relabel_reexecution
 from pipelines.schedules import build_schedules
 from pipelines.sensors import build_sensors
-from assets.names import INDEX_JOB, INGEST_ASSETS, INGEST_JOB, MODEL_TAG, STAGE_TAG
+from assets.names import INGEST_JOB, MODEL_TAG
 from resources import CorpusResource, DatabaseResource, EmbedderResource
 
 
@@ -111,13 +109,6 @@ def _owned(asset):
         lambda spec: spec.replace_attributes(owners=OWNERS))
 
 
-# One source's ingest runs in one process, wherever it is launched (UI, daemon, `lectio run`):
-# its steps follow each other, so the multiprocess executor's process per step bought nothing
-# and cost each step a fresh Python importing Dagster, pandas and torch and loading the model
-# (14-18 s per step). Parallelism is across sources: one run each (docs/operations.md).
-INGEST_EXECUTOR = in_process_executor
-
-
 def build_definitions(sources_file: Path | None = None, ingest_executor: ExecutorDefinition = INGEST_EXECUTOR) -> Definitions:
     """The code location; `ingest_executor` exists for benchmarks/ui_run_time.py's comparison."""
     settings = load_settings()
@@ -125,25 +116,10 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     partitions = StaticPartitionsDefinition(source_ids(sources_file))
     source_assets = [_owned(a) for a in build_source_assets(partitions)]
     index_assets = build_index_assets(partitions)
-    migration_assets = build_migration_assets(partitions)
     training_assets = build_training_assets()
-    jobs = {
-        # source_inputs is observed first in each run: raw_texts then records the observation of the
-        # entry it reads, so the next Observe does not call it Unsynced (it did when the entry had
-        # changed since the last observation, the run reading the new one).
-        INGEST_JOB: define_asset_job(INGEST_JOB, selection=[SOURCE_INPUTS, *INGEST_ASSETS],
-                                     executor_def=ingest_executor,
-                                     description="Read, parse, chunk and embed one source (a partition), in one process."),
-        # In one process too: its steps take under a second each, where the multiprocess executor
-        # spent about 4 s starting their processes (a check of 0.2 s took 3.7 s). One build at a
-        # time is search_index's concurrency pool (dagster.yaml); the tag names the stage.
-        INDEX_JOB: define_asset_job(INDEX_JOB, selection=index_assets, tags={STAGE_TAG: "index"},
-                                    executor_def=in_process_executor,
-                                    description="Size distribution and a new index version from every source."),
-    }
-    jobs.update({job.name: job for job in build_migration_jobs(migration_assets)})
+    jobs = build_jobs(index_assets, MIGRATION_ASSETS, ingest_executor)
     return Definitions(
-        assets=[*source_assets, *index_assets, *migration_assets, *training_assets],
+        assets=[*source_assets, *index_assets, *MIGRATION_ASSETS, *training_assets],
         asset_checks=build_asset_checks(partitions),
         jobs=list(jobs.values()),
         schedules=build_schedules(jobs, partitions.get_partition_keys()),

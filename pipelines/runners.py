@@ -42,8 +42,7 @@ from assets.source_assets import INPUTS_KEY, entry_failure
 from pipelines.observations import source_observations
 from pipelines.definitions import build_definitions
 from assets.names import GATE_JOB, INDEX_JOB, INGEST_ASSETS, INGEST_JOB, LAUNCHED_BY_TAG
-from assets.gate_settings import operators_settings
-from pipelines.migration import EvaluationConfig, GateConfig
+from assets.gate_settings import EvaluationConfig, GateConfig, operators_settings
 from pipelines.home import executing_instance, prepare_dagster_env
 from assets.outcomes import root_cause
 from pipelines.run_owners import owner_tags, ui_origin
@@ -79,7 +78,7 @@ def _execute(defs, job_name: str, instance: DagsterInstance, tags: dict[str, str
 
 
 def _run_config(**ops) -> RunConfig:
-    """A run's config: each op's typed Config (assets.index, pipelines.migration), quiet console."""
+    """A run's config: each op's typed Config (assets.index, assets.gate_settings), quiet console."""
     return RunConfig(ops=ops, loggers=_QUIET_LOGGERS)
 
 

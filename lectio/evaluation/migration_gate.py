@@ -17,7 +17,7 @@ versions (`index_versions.metrics`, shown by `lectio index list`). The switch is
 `versions.switch_live`: one transaction. Retention then keeps the live version, the rollback target
 and the most recent other ready versions, and drops the rest.
 
-No Dagster here: pipelines/migration.py wraps these functions as assets and an asset check.
+No Dagster here: assets/migration.py wraps these functions as assets and an asset check.
 """
 
 from __future__ import annotations

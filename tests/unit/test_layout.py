@@ -38,6 +38,10 @@ SENSORS = PROJECT / "pipelines" / "sensors"
 SCHEDULES = PROJECT / "pipelines" / "schedules.py"
 SENSOR_DECORATORS = {"sensor", "run_failure_sensor", "run_status_sensor", "asset_sensor", "multi_asset_sensor"}
 SCHEDULE_DECORATORS = {"schedule"}
+# Every asset is declared under assets/, the migration's too.
+ASSETS = PROJECT / "assets"
+ASSET_DECORATORS = {"asset", "multi_asset", "graph_asset", "graph_multi_asset", "observable_source_asset",
+                    "multi_observable_source_asset"}
 
 
 def _modules() -> dict[str, Path]:
@@ -346,3 +350,9 @@ def test_the_command_imports_dagster_only_in_the_commands_that_run_it():
             eager += [f"{path.relative_to(PROJECT)}: {name}" for name in names
                       if name.split(".")[0] in set(DAGSTER_LAYER) - {"cli"}]
     assert eager == []
+
+
+def test_every_asset_is_declared_under_assets():
+    elsewhere = sorted(f"{path.relative_to(PROJECT)}: {function}" for path in _modules().values()
+                       if ASSETS not in path.parents for function, _ in _declared(path, ASSET_DECORATORS))
+    assert elsewhere == []

@@ -4,7 +4,7 @@ named in one line after the tables."""
 
 from types import SimpleNamespace
 
-from pipelines.migration import _versions_markdown
+from assets.migration import _versions_markdown
 
 
 def _version(name: str, scores: dict | None = None, status: str = "ready"):
