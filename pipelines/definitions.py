@@ -15,7 +15,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-from assets import MIGRATION_ASSETS, build_index_assets, build_source_assets, build_training_assets
+from assets import build_index_assets, build_source_assets, migration_assets, training_assets
 from assets.checks import build_asset_checks
 from assets.source_assets import OWNERS
 from lectio.embedding.packaged import NameTooLong, bounded_name
@@ -116,10 +116,9 @@ def build_definitions(sources_file: Path | None = None, ingest_executor: Executo
     partitions = StaticPartitionsDefinition(source_ids(sources_file))
     source_assets = [_owned(a) for a in build_source_assets(partitions)]
     index_assets = build_index_assets(partitions)
-    training_assets = build_training_assets()
-    jobs = build_jobs(index_assets, MIGRATION_ASSETS, ingest_executor)
+    jobs = build_jobs(index_assets, migration_assets, ingest_executor)
     return Definitions(
-        assets=[*source_assets, *index_assets, *MIGRATION_ASSETS, *training_assets],
+        assets=[*source_assets, *index_assets, *migration_assets, *training_assets],
         asset_checks=build_asset_checks(partitions),
         jobs=list(jobs.values()),
         schedules=build_schedules(jobs, partitions.get_partition_keys()),
