@@ -1,10 +1,12 @@
 """The shape of the code: stage packages, imports that only run downhill, a domain free of Dagster,
 Dagster's internals taken in one place, project modules under their own names, modules that state their concern,
-and functions that read as one step and take few enough arguments to call."""
+functions that read as one step and take few enough arguments to call, and the integration tests
+in a folder per concern."""
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,20 @@ SCHEDULE_DECORATORS = {"schedule"}
 ASSETS = PROJECT / "assets"
 ASSET_DECORATORS = {"asset", "multi_asset", "graph_asset", "graph_multi_asset", "observable_source_asset",
                     "multi_observable_source_asset"}
+# The integration tests, a folder per concern, each with what belongs in it; none in tests/integration
+# itself. No __init__.py: pytest's default (prepend) import mode imports a test module by its file
+# name, so a file name is used once across tests/.
+INTEGRATION = PROJECT / "tests" / "integration"
+INTEGRATION_CONCERNS = {
+    "trust": "what an attacker or a bad input tried: row-level security, ACLs, tokens, refusals, forged or long tags, bad ids",
+    "ui": "what Dagster's UI shows and launches: its path, asset, check and sensor pages, the runs list, the console",
+    "deployment": "where lectio runs: the embedded or an external server, docker-compose's roles and processes, "
+                  "connections, memory, a full disk",
+    "retrieval": "what a search answers: retrievers, fusion, expansion, the lexical mirror, query forms and sets, the service",
+    "pipeline": "ingest to index: readers on the real modules, runs, reruns, batches, sensors, alerts, quality, "
+                "migration, versions",
+    "models": "the embedder's backends and runtimes, the home's model and its gate, training, the reranker and learned ranker",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -356,3 +372,19 @@ def test_every_asset_is_declared_under_assets():
     elsewhere = sorted(f"{path.relative_to(PROJECT)}: {function}" for path in _modules().values()
                        if ASSETS not in path.parents for function, _ in _declared(path, ASSET_DECORATORS))
     assert elsewhere == []
+
+
+def test_the_integration_tests_sit_in_a_folder_per_concern():
+    loose = sorted(path.name for path in INTEGRATION.glob("*.py"))
+    folders = sorted(path.name for path in INTEGRATION.iterdir() if path.is_dir() and not path.name.startswith(("_", ".")))
+    deeper = sorted(str(path.relative_to(INTEGRATION)) for path in INTEGRATION.rglob("*.py")
+                    if path.parent.parent != INTEGRATION)
+    empty = [folder for folder in INTEGRATION_CONCERNS if not list((INTEGRATION / folder).glob("test_*.py"))]
+    assert (loose, deeper, empty) == ([], [], [])
+    assert folders == sorted(INTEGRATION_CONCERNS)
+
+
+def test_a_test_module_name_is_used_once_across_the_tests():
+    """No __init__.py under tests/: two test modules of one file name could not both be imported."""
+    names = Counter(path.name for path in (PROJECT / "tests").rglob("test_*.py"))
+    assert sorted(name for name, count in names.items() if count > 1) == []

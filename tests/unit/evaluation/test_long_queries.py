@@ -1,6 +1,6 @@
 """The long-passage set's offline parts: the passage cut from a comment, its relevant verses,
 and the seeded draw (the committed set rebuilt from the real module:
-tests/integration/test_long_queries_on_the_modules.py)."""
+tests/integration/retrieval/test_long_queries_on_the_modules.py)."""
 
 import json
 

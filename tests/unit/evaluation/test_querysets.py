@@ -1,6 +1,6 @@
 """load_queries on small files written here, the shape of the two committed query sets, and the
 parts of the Nave's generator that can fail quietly (the sets against the real World English Bible
-and Nave's module: tests/integration/test_querysets_on_the_web.py)."""
+and Nave's module: tests/integration/retrieval/test_querysets_on_the_web.py)."""
 
 import json
 import re

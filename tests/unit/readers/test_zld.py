@@ -1,5 +1,5 @@
 """read_zld on a tiny zLD module written here byte by byte: its blocks, its links and broken files
-(the real Strong's and Nave's modules: tests/integration/test_sword_dictionaries.py)."""
+(the real Strong's and Nave's modules: tests/integration/pipeline/test_sword_dictionaries.py)."""
 
 import struct
 import zlib

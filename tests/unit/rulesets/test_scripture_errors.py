@@ -1,5 +1,5 @@
 """Scripture that cannot be read as asked fails its source in one line that says why, checked
-without a module (the ruleset on the real modules: tests/integration/test_scripture.py)."""
+without a module (the ruleset on the real modules: tests/integration/pipeline/test_scripture.py)."""
 
 import dataclasses
 import re
