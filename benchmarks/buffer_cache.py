@@ -26,7 +26,7 @@ from lectio.index import mirror, security, versions
 from lectio.index.database import ensure_database, set_embedded_buffers, shared_buffers_mb
 from lectio.retrieval.vector import vector_candidates
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchRequest, search
+from lectio.retrieval import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchRequest, search
 from lectio.settings import load_settings
 from search_latency import is_reference, ms, public_scope  # run from benchmarks/, beside it
 

@@ -25,7 +25,7 @@ from lectio.index import schema, versions
 from lectio.index.database import ensure_database
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.modes import MODES
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
+from lectio.retrieval import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 SETS = Path(__file__).resolve().parents[1] / "data" / "queries"

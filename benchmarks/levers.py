@@ -43,7 +43,7 @@ from lectio.index import security, versions
 from lectio.index.database import ensure_database
 from lectio.index.indexes import HNSW_EF_CONSTRUCTION, HNSW_M
 from lectio.retrieval.vector import vector_candidates
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig
+from lectio.retrieval import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig
 from lectio.settings import PROJECT_ROOT, load_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

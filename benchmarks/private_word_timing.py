@@ -30,7 +30,7 @@ from lectio.retrieval import lexical
 from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 PUBLIC = ("public",)

@@ -38,10 +38,11 @@ from lectio.embedding.model import Embedder
 from lectio.evaluation.querysets import Query, load_queries, select_part
 from lectio.index import schema, security, versions
 from lectio.index.database import ensure_database
-from lectio.retrieval import evidence, fusion, query_text, shape, stages, topics
-from lectio.retrieval.filters import Filters
+from lectio.retrieval import Filters, SearchRequest, fusion, query_text, ranking, router, shape, stages, topics
+from lectio.retrieval import search
+from lectio.retrieval.door import _searcher
+from lectio.retrieval.evidence import Evidence
 from lectio.retrieval.proposals import proposals
-from lectio.retrieval.search import SearchRequest, _searcher, search
 from lectio.settings import PROJECT_ROOT, load_settings
 
 SETS = [PROJECT_ROOT / "data" / "queries" / f"{name}.jsonl" for name in ("henry_catechism", "openbible_topics")]
@@ -76,18 +77,19 @@ def diagnose(conn, query: Query, embedder: Embedder, info) -> dict:
     relevant = query.relevant_set
     request = SearchRequest(query.query, k=20, filters=Filters(**query.filters))
     meant = query_text.read(query.query)
-    searcher = replace(_searcher(conn, request, info, False, embedder, None), query=meant.text)
+    planned = router.plan(meant, request.config)
+    searcher = replace(_searcher(conn, request, info, False, embedder, None), query=meant.text, topic=planned.topic)
     table = info.table_name
     row: dict = {"id": query.id, "shape": shape_of(query.query)}
     with conn.transaction():
         security.act_as_reader(conn, request.principals)
         found = proposals(searcher)
-        lists = {"vector": found.near, "lexical": found.words, "titles": found.titles,
-                 "other_translations": found.others}
+        lists = {"vector": found.listed("vector"), "lexical": found.listed("words"),
+                 "titles": found.listed("titles"), "other_translations": found.listed("other_translations")}
         wider = replace(searcher, filters=replace(searcher.filters, given=replace(searcher.filters.given, kind=None)))
         order, _ = fusion.ranking(wider)
         page = stages.page(wider, order, searcher.config.evidence.depth)
-        lists["evidence"] = evidence.spoken(searcher)[0] if evidence.asked(searcher) else None
+        lists["evidence"] = ranking._spoken(searcher)[0] if Evidence.asked(searcher) else None
         pool: set[str] = set()
         for name in LISTS:
             refs = covered_refs(conn, table, lists[name]) if lists[name] else set()
@@ -96,18 +98,18 @@ def diagnose(conn, query: Query, embedder: Embedder, info) -> dict:
         row["reach:union"] = len(pool & relevant) / len(relevant)
         row["evidence_slots_without_refs"] = sum(1 for hit in page if not hit.refs)
         row["evidence_page_has_no_refs"] = float(all(not hit.refs for hit in page))
-        near_ids = [chunk_id for chunk_id, _ in (found.near or [])[:10]]
+        near_ids = [chunk_id for chunk_id, _ in (found.listed("vector") or [])[:10]]
         texts = dict(conn.execute(f'SELECT chunk_id, text FROM "{table}" WHERE chunk_id = ANY(%s)', [near_ids]).fetchall())
         row["vector_top10_questions"] = sum("?" in texts.get(c, "") for c in near_ids) / max(len(near_ids), 1)
         words = " ".join(shape.content_words(meant.text))
         if words and words != meant.text:
             bare = proposals(replace(searcher, query=words, config=searcher.config.but(["mode=vector"])))
-            row["reach:vector_content_words"] = reach(conn, table, bare.near, relevant)
+            row["reach:vector_content_words"] = reach(conn, table, bare.listed("vector"), relevant)
         else:
             row["reach:vector_content_words"] = row["reach:vector"]
         content = shape.content_words(meant.text)
         row["short_question"] = float(row["shape"] == "question" and 0 < len(content) <= 2)
-        row["topic_path"] = float(topics.topic_shaped(meant.text, searcher.config, searcher.filters))
+        row["topic_path"] = float(topics.takes_topic_path(searcher))
     results = search(conn, request, embedder=embedder).results
     on_page = {ref for result in results for ref in result.refs or ()}
     row["recall@20"] = len(on_page & relevant) / len(relevant)

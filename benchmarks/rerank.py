@@ -3,7 +3,7 @@ with it at several depths and input lengths, on one query set's part, in one pro
 
 Every query is searched by every configuration in turn (the order rotating from query to query,
 so a burst of other work on a shared machine falls on all of them alike), through
-`lectio.retrieval.search` on one connection as `lectio eval` and `lectio search` run it: the
+`lectio.retrieval.search` (lectio.retrieval.door) on one connection as `lectio eval` and `lectio search` run it: the
 reader role, row-level security, the query's own filters and principals. Reported per
 configuration: the set's metrics, p50/p95 latency, the p95 ratio to the baseline, and the paired
 95 % bootstrap interval of each metric's change against the baseline (an interval that excludes
@@ -26,7 +26,7 @@ from lectio.evaluation.querysets import load_queries, select_part
 from lectio.index import schema, versions
 from lectio.index.database import ensure_database
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
+from lectio.retrieval import DEFAULT_PRINCIPALS, SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 SHOWN = ("recall@20", "mrr", "ndcg@10", "budget_recall@1000")

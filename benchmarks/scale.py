@@ -17,7 +17,7 @@ cache first, as the embedding step would leave them. Measured per size:
 - the version's tables and indexes on disk (the HNSW index alone too);
 - the lexical mirror's build (time, peak memory of this process above what it held before) and
   files; its resident memory in a fresh search process: after loading it, after the searches;
-- hybrid search p50/p95 at k=20 (lectio.retrieval.search.search as the service runs it, the
+- hybrid search p50/p95 at k=20 (lectio.retrieval.search as the service runs it, the
   vector side on a second connection) for a public caller and a private one, beside the same
   searches on the baseline version (the corpus's own size) in the same process, query by query;
 - HNSW recall@20 against an exact scan at the configured ef_search (search_latency.top_ids);
@@ -57,7 +57,7 @@ from lectio.evaluation.querysets import load_queries
 from lectio.index import mirror, schema, tables, versions
 from lectio.index.build import build_index
 from lectio.index.database import ensure_database, open_database
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.settings import PROJECT_ROOT, load_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

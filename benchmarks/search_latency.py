@@ -5,7 +5,7 @@ Baseline, measured in the same run: the same vector query with index scans disab
 hybrid search (end to end, query embedding included), of the HNSW vector step and of the exact
 scan, the exact/HNSW latency ratio, and HNSW recall@20 = share of the exact top 20 that the
 HNSW scan also returns, at the configured ef_search; and the same at the number of candidates
-the vector side of hybrid search takes (100). Every search goes through `lectio.retrieval.search`
+the vector side of hybrid search takes (100). Every search goes through `lectio.retrieval.search` (lectio.retrieval.door)
 as users get it: the reader role, row-level security, the default filters and clauses.
 
 Hybrid search runs as the service runs it, its vector side on a second connection; hybrid on
@@ -56,7 +56,7 @@ from lectio.retrieval.vector import vector_candidates
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest, search
+from lectio.retrieval import DEFAULT_PRINCIPALS, DEFAULT_TRANSLATION, SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 

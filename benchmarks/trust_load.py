@@ -92,7 +92,7 @@ def main() -> int:
     from lectio.index import versions
     from lectio.index.database import stop_embedded
     from lectio.index.pool import ReadPool
-    from lectio.retrieval.search import SearchRequest, search
+    from lectio.retrieval import SearchRequest, search
     from lectio.settings import load_settings
     from pipelines.runners import run_main, run_migration
 

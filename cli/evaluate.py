@@ -8,8 +8,7 @@ from pathlib import Path
 from cli.output import print_payload
 from lectio.index import revocation, schema, versions
 from lectio.index.database import ensure_database
-from lectio.retrieval.modes import MODES, Mode
-from lectio.retrieval.options import SearchOptions
+from lectio.retrieval import MODES, Mode, SearchOptions
 from lectio.settings import load_settings
 
 
@@ -35,7 +34,7 @@ def eval_options(evaluate: argparse.ArgumentParser) -> None:
 def evaluate(args) -> int:
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.querysets import load_queries, select_part
-    from lectio.retrieval.config import SearchConfig
+    from lectio.retrieval import SearchConfig
 
     if problem := SearchOptions(prominence=args.prominence).problem():  # named as the option, as search names it
         raise ValueError(f"--{problem}")

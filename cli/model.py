@@ -225,15 +225,15 @@ def rank_command(args) -> int:
     from lectio.evaluation.querysets import select_part
     from lectio.index import schema, versions
     from lectio.index.database import ensure_database
-    from lectio.retrieval import bounds
+    from lectio.retrieval import setting_problem
     from lectio.settings import load_settings
     from lectio.training import ranker
     from lectio.training.guard import QUERY_SETS
 
     if args.part != "dev":
         raise ValueError("rank learns from the dev parts only: the test parts are what report it")
-    if problem := bounds.problem("stages.learned_rank.depth", "int", args.depth, "--depth") or (
-            args.limit is not None and bounds.problem("k", "int", args.limit, "--limit")):
+    if problem := setting_problem("stages.learned_rank.depth", "int", args.depth, "--depth") or (
+            args.limit is not None and setting_problem("k", "int", args.limit, "--limit")):
         raise ValueError(problem)
     settings = load_settings()
     sets = load_query_sets(args.queries or [path for path in sorted(QUERY_SETS.glob("*.jsonl"))
@@ -262,7 +262,7 @@ def _unseen(conn, args):
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.migration_gate import load_query_sets
     from lectio.evaluation.querysets import select_part
-    from lectio.retrieval.config import SearchConfig
+    from lectio.retrieval import SearchConfig
     from lectio.training import ranker
     from lectio.training.guard import QUERY_SETS
 

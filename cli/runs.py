@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 
-from lectio.retrieval.modes import MODES, Mode
+from lectio.retrieval import MODES, Mode
 from lectio.settings import load_settings, remember_sources
 
 

@@ -8,9 +8,7 @@ import os
 from cli.output import print_payload
 from lectio.index import revocation, schema
 from lectio.index.database import ensure_database
-from lectio.retrieval.filters import FILTER_HELP, Filters
-from lectio.retrieval.modes import MODES
-from lectio.retrieval.options import OPTION_HELP, SearchOptions
+from lectio.retrieval import FILTER_HELP, Filters, MODES, OPTION_HELP, SearchOptions
 from lectio.settings import load_settings
 from lectio.sources import check_principals
 
@@ -39,7 +37,7 @@ def search_options(search: argparse.ArgumentParser) -> None:
 def search(args) -> int:
     if args.server:
         return _search_server(args)
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, SearchRequest, search as search_index
+    from lectio.retrieval import DEFAULT_PRINCIPALS, SearchRequest, search as search_index
 
     settings = load_settings()
     filters, options = _filters(args), _options(args)

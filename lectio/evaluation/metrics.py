@@ -134,8 +134,7 @@ def evaluate_index(conn, queries, *, k: int = 20, version: str | None = None, ba
     search takes is scored on its first MAX_QUERY_CHARS characters, counted as `queries_cut`."""
     from lectio.embedding.model import Embedder
     from lectio.index import versions
-    from lectio.retrieval.filters import Filters
-    from lectio.retrieval.search import DEFAULT_PRINCIPALS, MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
+    from lectio.retrieval import DEFAULT_PRINCIPALS, Filters, MAX_QUERY_CHARS, SearchConfig, SearchRequest, search
 
     # The version's queries embedded as a search embeds them, whatever runtime this home ingests with.
     info = versions.get_version(conn, version)

@@ -135,7 +135,7 @@ def load_query_sets(paths: Sequence[Path | str] | None = None) -> dict[str, list
 def score(conn: psycopg.Connection, version: str, query_sets: Mapping[str, Sequence[Query]], *, k: int = 20,
           mode: str = "hybrid") -> dict[str, dict]:
     """`lectio eval` reports of one version, per query set."""
-    from lectio.retrieval.config import SearchConfig
+    from lectio.retrieval import SearchConfig
 
     config = SearchConfig.from_options(mode=mode)
     return {name: evaluate_index(conn, queries, k=k, version=version, config=config) for name, queries in query_sets.items()}

@@ -29,7 +29,7 @@ from lectio.bible.books import book_by_id
 from lectio.bible.refs import Ref
 from lectio.evaluation.paired import paired_interval
 from lectio.evaluation.querysets import Query
-from lectio.retrieval.query_text import read
+from lectio.retrieval import read_query as read
 
 BASE = "as_written"
 METRICS = ("recall@20", "mrr", "ndcg@10", "budget_recall@1000")

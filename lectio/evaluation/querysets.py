@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lectio.bible.refs import Ref
-from lectio.retrieval.filters import Filters
+from lectio.retrieval import Filters
 from lectio.sources import check_principals
 
 REF_FIELDS = ("relevant", "expected_top_5", "expected_in_top_10", "should_not_appear")

@@ -108,7 +108,7 @@ def _fuse(named: list[tuple[str, float, Ranking]], rrf_k: int, power: float) -> 
 
 def _is_topic(request: VersionRequest, order: Ranking) -> bool:
     """A short query that names no passage: its best hit is not a whole pericope."""
-    if not order or not topics.topic_shaped(request.query, request.config, request.filters):
+    if not order or not topics.takes_topic_path(request):
         return False
     best = hits_by_id(request.conn, request.table_name, order[:1])
     return bool(best) and best[0].granularity != "pericope"

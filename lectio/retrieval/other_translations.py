@@ -36,7 +36,7 @@ class OtherTranslations(Declared):
         config = request.config
         if found.narrowed or not config.topics.other_translations_weight:
             return None
-        if not fused_again(request.query, config, request.filters):
+        if not fused_again(request):
             return None
         return other_translations(request, request.translation)
 

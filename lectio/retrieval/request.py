@@ -41,6 +41,8 @@ class VersionRequest:
     # (lectio.retrieval.query_text.QueryText.question_form), as read of the query as typed: the
     # text ranked has lost both.
     question: bool = False
+    # Whether the router read the text ranked as a short topic (lectio.retrieval.router.Plan).
+    topic: bool = False
 
     @property
     def translation(self) -> str:

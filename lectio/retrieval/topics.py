@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 from psycopg import sql
 
-from lectio.retrieval import shape
+from lectio.retrieval.modes import HYBRID_ONLY
 
 if TYPE_CHECKING:
-    from lectio.retrieval.config import SearchConfig
-    from lectio.retrieval.scope import Scope
+    from lectio.retrieval.request import VersionRequest
 
+# A topic is fused again in a hybrid only: the vector and lexical baselines stay plain.
+FUSED_AGAIN_MODES = HYBRID_ONLY
 # The rows a topic is answered from: scripture as verses only, with or without the other kinds.
 TOPIC_ROWS = {
     "verses": sql.SQL("granularity = 'verse'"),
@@ -21,17 +22,16 @@ TOPIC_ROWS = {
 }
 
 
-def topic_shaped(query: str, config: SearchConfig, filters: Scope) -> bool:
-    """A short query, as its words alone tell (`query` read by lectio.retrieval.query_text). A
-    filter only narrows the rows that may answer it and never turns the topic path off, but for a
-    kind other than scripture: no verse is left for the topic's words to find."""
-    if filters.given.kind not in (None, "scripture") or not config.topics.words:
+def takes_topic_path(request: VersionRequest) -> bool:
+    """Whether a query the router read as a short topic takes a topic's path in this search. A
+    filter only narrows the rows that may answer it and never turns the path off, but for a kind
+    other than scripture: no verse is left for the topic's words to find."""
+    config = request.config
+    if not request.topic or request.filters.given.kind not in (None, "scripture"):
         return False
-    if config.topics.rows == "all" and not config.hybrid:
-        return False  # fused again in a hybrid only
-    return shape.query_shape(query, config.topics.words) == shape.TOPIC
+    return config.topics.rows != "all" or config.mode in FUSED_AGAIN_MODES
 
 
-def fused_again(query: str, config: SearchConfig, filters: Scope) -> bool:
-    """Whether a topic-shaped query is fused again from its candidates (not read from other rows)."""
-    return config.topics.rows == "all" and topic_shaped(query, config, filters)
+def fused_again(request: VersionRequest) -> bool:
+    """Whether a topic is fused again from its candidates (not read from other rows)."""
+    return request.config.topics.rows == "all" and takes_topic_path(request)

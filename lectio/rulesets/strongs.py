@@ -4,7 +4,7 @@ A question about a word ("agape", "G26", "the Hebrew word for mercy")
 wants the lexicon entry that explains the word's range, and the verses that use it. One chunk per
 entry: the number, the word in its own script, its transliteration and pronunciation, the
 definition and the KJV's renderings. The WEB tags its words with Strong's numbers, so the verses
-come from the scripture chunks' metadata (lectio.retrieval.search).
+come from the scripture chunks' metadata (lectio.retrieval.door).
 """
 
 from __future__ import annotations

@@ -34,9 +34,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.pool import ReadPool
-from lectio.retrieval.filters import Filters
-from lectio.retrieval.options import SearchOptions
-from lectio.retrieval.search import MAX_QUERY_CHARS, SearchRequest, search
+from lectio.retrieval import Filters, MAX_QUERY_CHARS, SearchOptions, SearchRequest, search
 from lectio.serving.auth import AuthError, Verifier
 from lectio.settings import Settings, auth_settings, load_settings
 

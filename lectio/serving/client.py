@@ -8,8 +8,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from lectio.retrieval.filters import Filters
-from lectio.retrieval.options import SearchOptions
+from lectio.retrieval import Filters, SearchOptions
 
 
 def search_remote(server: str, query: str, options: SearchOptions, filters: Filters, token: str | None) -> dict:

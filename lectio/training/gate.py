@@ -25,7 +25,7 @@ from lectio.index import versions
 from lectio.ranker.model import REGISTRY as RANKERS
 from lectio.registry.models import Registry
 from lectio.reranker.model import REGISTRY as RERANKERS
-from lectio.retrieval.config import SearchConfig
+from lectio.retrieval import SearchConfig
 
 
 RERANKER_TOLERANCES = MODEL_TOLERANCES

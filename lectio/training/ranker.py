@@ -20,10 +20,9 @@ from lectio.evaluation.metrics import METRICS, LabelledQuery, score_query
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES, compare
 from lectio.evaluation.querysets import Query
 from lectio.ranker import features, model
-from lectio.retrieval.config import SearchConfig
+from lectio.retrieval import SearchConfig
 from lectio.retrieval.learned_rank import LearnedRankSettings, blend
-from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import DEFAULT_PRINCIPALS, MAX_QUERY_CHARS, SearchRequest, search
+from lectio.retrieval import DEFAULT_PRINCIPALS, Filters, MAX_QUERY_CHARS, SearchRequest, search
 from lectio.training.gate import gains
 
 SEED = 20261207

@@ -14,7 +14,7 @@ from lectio.evaluation.querysets import Query
 from lectio.ranker import features, model
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchRequest, search
+from lectio.retrieval import SearchRequest, search
 from lectio.training import ranker
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

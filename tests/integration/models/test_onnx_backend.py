@@ -17,7 +17,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder, ModelChoice, model_path, torch_vectors
 from lectio.index import versions
 from lectio.index.build import build_index
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import input_fingerprints, run_source
 
@@ -176,7 +176,7 @@ def test_a_query_served_by_onnx_imports_neither_torch_nor_sentence_transformers(
 
     choice = ModelChoice(backend="onnx")
     onnx_runtime.ensure_export(choice.name, choice.release, "fp32", settings.home)  # made beforehand
-    probe = ("import sys, cli, lectio.retrieval.search\n"
+    probe = ("import sys, cli, lectio.retrieval.door\n"
              "from lectio.embedding.model import Embedder, ModelChoice\n"
              "vector = Embedder(choice=ModelChoice(backend='onnx')).encode(['peace that passes understanding'])\n"
              "assert vector.shape == (1, 384)\n"

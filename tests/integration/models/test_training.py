@@ -15,7 +15,7 @@ from lectio.evaluation.querysets import load_queries
 from lectio.index import versions
 from lectio.reranker.model import CrossEncoder, find
 from lectio.retrieval.config import SearchConfig
-from lectio.retrieval.search import SearchRequest, search
+from lectio.retrieval import SearchRequest, search
 from lectio.training import pairs, trainer
 from lectio.training.guard import QUERY_SETS, Guard
 

@@ -26,7 +26,7 @@ from lectio.rulesets import registry, scripture
 from lectio.index import loader, locks, retention, tables, versions
 from cli import main as cli
 from lectio.evaluation.metrics import METRICS
-from lectio.retrieval.search import SearchRequest, search
+from lectio.retrieval import SearchRequest, search
 from lectio.sources import Source, SourceError, parse_entry
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

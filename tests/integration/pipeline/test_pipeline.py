@@ -10,7 +10,7 @@ from lectio.index import versions
 from cli import main as cli
 from pipelines.compute_logs import TerminalComputeLogManager
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchRequest, search
+from lectio.retrieval import SearchRequest, search
 from pipelines.definitions import build_definitions
 from pipelines.runners import run_main
 
@@ -164,7 +164,7 @@ def test_materialize_the_asset_graph_for_one_source(settings, tmp_path):
 
 
 def test_hybrid_lexical_and_vector_modes(main_run, conn):
-    from lectio.retrieval.search import SearchConfig
+    from lectio.retrieval import SearchConfig
 
     query = "do not be anxious about anything"
     for mode in ("vector", "lexical", "hybrid"):
@@ -182,7 +182,7 @@ def test_hybrid_lexical_and_vector_modes(main_run, conn):
 
 
 def test_parents_replace_children_once(main_run, conn):
-    from lectio.retrieval.search import SearchConfig
+    from lectio.retrieval import SearchConfig
 
     plain = search(conn, SearchRequest("rejoice in the Lord always", k=20)).results
     parents = search(conn, SearchRequest("rejoice in the Lord always", k=20,

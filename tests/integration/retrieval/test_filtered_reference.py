@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchRequest, search
+from lectio.retrieval import SearchRequest, search
 from lectio.serving.app import SERVER_OPTIONS, create_app
 from lectio.serving.auth import Verifier
 from cli import main as cli

@@ -17,7 +17,7 @@ from lectio.retrieval.filters import Filters
 from lectio.retrieval.request import VersionRequest
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.sources import load_sources
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

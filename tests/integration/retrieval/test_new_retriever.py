@@ -24,7 +24,7 @@ retrievers.RETRIEVERS += (LastRow,)  # the one line
 from lectio.index import schema
 from lectio.index.database import ensure_database
 from lectio.retrieval.config import setting_types
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.settings import load_settings
 
 out = {{"settings": sorted(name for name in setting_types() if name.startswith("last_row."))}}

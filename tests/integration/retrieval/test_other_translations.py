@@ -9,7 +9,7 @@ from lectio.index import security, versions
 from lectio.retrieval import other_translations
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

@@ -7,7 +7,7 @@ transliterations are also names."""
 import pytest
 
 from lectio.retrieval.filters import Filters
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

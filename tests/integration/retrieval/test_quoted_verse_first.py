@@ -5,7 +5,7 @@ first hits by how much of the query their own text holds."""
 
 import pytest
 
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

@@ -21,7 +21,7 @@ from lectio.retrieval import evidence, lexical
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.scope import Scope
 from lectio.retrieval.expansion import expansion_words
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.retrieval.word_study import detect
 from lectio.retrieval.shape import SENTENCE, TOPIC, is_paragraph, query_shape
 

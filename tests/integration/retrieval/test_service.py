@@ -205,7 +205,7 @@ def test_a_library_caller_meets_the_same_ranges(conn):
 
     from lectio.retrieval.config import FusionSettings, SearchConfig
     from lectio.retrieval.xrefs import XrefSettings
-    from lectio.retrieval.search import SearchRequest, search
+    from lectio.retrieval import SearchRequest, search
 
     with pytest.raises(ValueError, match=r"^fusion.prominence_weight must be a number from 0 to 100, not inf$"):
         SearchConfig(fusion=FusionSettings(prominence_weight=float("inf")))

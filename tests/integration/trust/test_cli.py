@@ -54,7 +54,7 @@ def test_bad_arguments_are_one_line(main_run, tmp_path, capsys):
 
 
 def test_an_overlong_query_is_refused_at_every_search_door_with_one_line(main_run, capsys):
-    from lectio.retrieval.search import MAX_QUERY_CHARS
+    from lectio.retrieval import MAX_QUERY_CHARS
 
     huge = "grace and peace " * 8_000  # 128 KB: it cost 30 s and 1.5 GB before the cap
     assert f"at most {MAX_QUERY_CHARS:,}" in one_line_error(capsys, ["search", huge])
@@ -68,7 +68,7 @@ def test_evaluation_scores_every_query_an_overlong_one_on_what_the_cap_allows(ma
     # long"), and nothing was scored: a doctrinal paragraph's set scored the month before.
     from lectio.evaluation.metrics import evaluate_index
     from lectio.evaluation.querysets import load_queries
-    from lectio.retrieval.search import MAX_QUERY_CHARS
+    from lectio.retrieval import MAX_QUERY_CHARS
 
     long = "Rejoice in the Lord always! Again I will say, Rejoice! " * 40  # 2,240 characters
     labelled = [{"id": "long", "query": long, "relevant": ["phil_4_4"]},

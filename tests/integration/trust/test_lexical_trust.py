@@ -18,7 +18,7 @@ from lectio.embedding.cache import embed_chunks
 from lectio.embedding.model import Embedder
 from lectio.index import mirror, revocation, versions
 from lectio.index.build import build_index
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.rulesets.chunk import chunks_frame
 from lectio.rulesets.registry import run_source
 from cli import main as cli

@@ -9,7 +9,7 @@ from psycopg import sql
 
 from lectio.index import security, versions
 from lectio.index.database import open_database
-from lectio.retrieval.search import SearchConfig, SearchRequest, search
+from lectio.retrieval import SearchConfig, SearchRequest, search
 from lectio.settings import secure_home
 from lectio.sources import PrincipalError
 

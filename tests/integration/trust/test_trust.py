@@ -172,7 +172,7 @@ def test_a_fixed_acl_revokes_every_version_that_showed_more(home, capsys):
         assert "revoked" in err and "notes-alice" in err, (argv, err)
     with home.connect() as conn:
         assert versions.live_version(conn) == second.index["version"]
-        from lectio.retrieval.search import SearchRequest, search
+        from lectio.retrieval import SearchRequest, search
 
         refused = search(conn, SearchRequest("Romans 8:28", version=exposed))
         assert refused.results == [] and refused.message == f"index version {exposed} is unavailable"
@@ -225,7 +225,7 @@ def test_readers_survive_the_embedded_server_being_killed(home):
 
     from lectio.embedding.model import Embedder
     from lectio.index.pool import ReadPool
-    from lectio.retrieval.search import SearchRequest, search
+    from lectio.retrieval import SearchRequest, search
 
     assert run(home, home.sources("base")).index["ok"]
     embedder = Embedder()

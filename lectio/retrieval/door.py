@@ -1,11 +1,11 @@
-"""Searching an index version (the live one by default): the door and the routing.
+"""Searching an index version (the live one by default): the door every caller's search comes in by.
 
 A search is one SearchRequest. It is checked here (its length, its version, whether the version's
-model can embed), and routed: a reference is looked up (lectio.retrieval.lookup), a question
-about a Greek or Hebrew word answered from the lexicon (lectio.retrieval.lexicon), anything else
-ranked (lectio.retrieval.ranking: the retrievers' proposals, their fusion, the evidence of the
-other kinds, the ranking stages), a paragraph with the settings for paragraphs. Every read runs
-as the application role under row-level security with the caller's principals."""
+model can embed) and answered as the router's plan says (lectio.retrieval.router): a reference
+looked up (lectio.retrieval.lookup), a question about a Greek or Hebrew word answered from the
+lexicon (lectio.retrieval.lexicon), anything else ranked (lectio.retrieval.ranking: the
+retrievers' proposals, their fusion, the ranking stages). Every read runs as the application role
+under row-level security with the caller's principals."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 
 import psycopg
 
-from lectio.bible.refs import RefRange, UnknownReference
+from lectio.bible.refs import UnknownReference
 from lectio.embedding.model import Embedder
 from lectio.index import revocation, security, versions
-from lectio.retrieval import bounds, lexical, lexicon, query_text, shape
+from lectio.retrieval import bounds, lexical, lexicon, query_text, router
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.lookup import lookup
@@ -71,19 +71,18 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
     info = versions.get_version(conn, request.version)
     if refused := _unservable(query, request.version, info):
         return refused
-    meant = query_text.read(query)  # what every strategy below reads of it, decided once
-    try:
-        ranges = meant.reference()
+    try:  # how the query is answered, decided once from what it says
+        planned = router.plan(query_text.read(query), request.config)
     except UnknownReference as exc:
         return SearchResponse(query, "reference", info.version, message=str(exc))
-    searcher = _searcher(conn, replace(request, query=query), info, bool(ranges), embedder, vector_conn)
+    searcher = _searcher(conn, replace(request, query=query), info, bool(planned.ranges), embedder, vector_conn)
     if isinstance(searcher, SearchResponse):
         return searcher
     with conn.transaction():
         # Every read of chunks runs as the application role under row-level security, with the
         # caller's principals; the WHERE clause on acl only helps the planner use its index.
         security.act_as_reader(conn, request.principals)
-        response = replace(_route(searcher, meant, ranges), query=query)
+        response = replace(_answer(searcher, planned), query=query)
     if not response.results and response.message is None:
         response.message = (f"no results: nothing that {', '.join(request.principals)} may read matches this query"
                             + (" and its filters" if request.filters != Filters() else ""))
@@ -107,26 +106,16 @@ def _searcher(conn, request: SearchRequest, info: versions.IndexVersion, referen
                           info.layout, vector_conn, None if reference else lexical.version_mirror(conn, info, config))
 
 
-def _route(request: VersionRequest, meant: query_text.QueryText, ranges: list[RefRange]) -> SearchResponse:
-    """A reference's verses, a word's study, or else the ranked search."""
-    if ranges:
-        return lookup(request, ranges)
-    word = meant.word_study() if request.config.word_study else None
-    if word is not None:
-        # The study reads the subject the query asks about ("love" of "the Greek word for love").
-        response = lexicon.study(replace(request, query=meant.subject), word)
+def _answer(request: VersionRequest, planned: router.Plan) -> SearchResponse:
+    """A reference's verses, a word's study, or else the ranked search, as `planned`."""
+    if planned.ranges:
+        return lookup(request, planned.ranges)
+    if planned.word is not None:
+        response = lexicon.study(replace(request, query=planned.subject), planned.word)
         if response is not None:
             return response
-    config, question = request.config, meant.asks()
-    request = replace(request, question=meant.question_form)
-    if shape.is_paragraph(meant.text, config.paragraphs.words):
-        config = config.for_paragraphs()
-    if config.questions.subject and question:  # a question has a subject (QueryText.asks)
-        # The frame helps the vector find answers (the model learned questions and their answers);
-        # the words and the query's shape are the subject's.
-        said = None if config.questions.embed_subject else meant.text
-        return ranked_search(replace(request, query=meant.question_subject, config=config, embedded=said))
-    return ranked_search(replace(request, query=meant.text, config=config))
+    return ranked_search(replace(request, query=planned.text, config=planned.config, embedded=planned.embedded,
+                                 question=planned.question, topic=planned.topic))
 
 
 def _unservable(query: str, version: str | None, info: versions.IndexVersion | None) -> SearchResponse | None:
