@@ -10,7 +10,7 @@ from assets.entry_check import RESTATED_KEY
 from assets.index import SOURCES_CHECK
 from lectio.alerts import Alert, cleared, run_url
 from lectio.settings import Settings, load_settings
-from pipelines.sensors.delivery import deliver
+from pipelines.sensors.delivery import HELD, SENT, UNSENT, deliver
 from resources import DatabaseResource
 
 # Check evaluations read per tick; the cursor moves on, so a burst is worked off over ticks.
@@ -47,32 +47,47 @@ def check_alert(record, ui_url: str, instance) -> Alert | None:
     )
 
 
-def _alerts_in_order(records, instance, database: DatabaseResource, settings: Settings, log_fn) -> list[Alert]:
-    """Each failed evaluation's alert, sent in the order the evaluations came; a passing
+def _alerts_in_order(records, instance, database: DatabaseResource, settings: Settings,
+                     log_fn) -> list[tuple[Alert, str]]:
+    """Each failed evaluation's alert, sent in the order the evaluations came, with what became of
+    it (pipelines.sensors.delivery: sent, held back as sent already, or not sent); a passing
     evaluation of a standing condition (SOURCES_CHECK) clears it first, so a failure after it is
     news again."""
-    sent, pending = [], []
+    done, pending = [], []
     for record in records:
         evaluation = record.event_log_entry.dagster_event.event_specific_data
         if evaluation.passed and evaluation.check_name == SOURCES_CHECK:
-            deliver(pending, database, settings, log_fn)
-            sent, pending = sent + pending, []
+            done += zip(pending, deliver(pending, database, settings, log_fn))
+            pending = []
             with database.connect() as conn:
                 cleared(conn, SOURCES_CHECK)
         elif (alert := check_alert(record, settings.ui_url, instance)) is not None:
             pending.append(alert)
-    deliver(pending, database, settings, log_fn)
-    return sent + pending
+    return done + list(zip(pending, deliver(pending, database, settings, log_fn)))
 
 
-def alert_summary(alerts: list[Alert]) -> str:
-    """What a tick alerted on, in its own words ("1 alert: chunk_count on notes-alice, run 3f2a9c1d"):
-    a sensor that sends alerts requests no runs, so Dagster's "0 runs requested" would say nothing."""
-    if not alerts:
-        return "no alert"
+def _named(alerts: list[Alert]) -> str:
     named = "; ".join(a.subject for a in alerts[:5])
-    more = f" and {len(alerts) - 5} more" if len(alerts) > 5 else ""
-    return f"{len(alerts)} alert{'s' if len(alerts) > 1 else ''}: {named}{more}"
+    return named + (f" and {len(alerts) - 5} more" if len(alerts) > 5 else "")
+
+
+def alert_summary(alerts: list[Alert], held: list[Alert] = (), unsent: list[Alert] = ()) -> str:
+    """What a tick alerted on, in its own words ("1 alert: chunk_count on notes-alice, run 3f2a9c1d"):
+    a sensor that sends alerts requests no runs, so Dagster's "0 runs requested" would say nothing.
+    `alerts` were sent; those `held` back (every channel had them already: sent before, or the
+    same set of failed sources) and those `unsent` (every channel failed, or none is set) are
+    named apart, never counted as sent."""
+    parts = [f"{len(alerts)} alert{'s' if len(alerts) > 1 else ''}: {_named(alerts)}" if alerts else "no alert"]
+    if held:
+        parts.append(f"held back as already alerted: {_named(held)}")
+    if unsent:
+        parts.append(f"not sent (no channel took it): {_named(unsent)}")
+    return "; ".join(parts)
+
+
+def tick_summary(outcomes: list[tuple[Alert, str]]) -> str:
+    """alert_summary of one tick's alerts and what became of each."""
+    return alert_summary(*([a for a, got in outcomes if got == wanted] for wanted in (SENT, HELD, UNSENT)))
 
 
 def alert_on_failed_checks_sensor(where: str):
@@ -100,13 +115,13 @@ def alert_on_failed_checks_sensor(where: str):
         if not records:
             return SkipReason("no new asset check evaluations")
         try:
-            alerts = _alerts_in_order(records, context.instance, database, load_settings(), context.log.info)
+            outcomes = _alerts_in_order(records, context.instance, database, load_settings(), context.log.info)
         except (OSError, psycopg.OperationalError) as exc:
             # The database cannot be reached this tick: one line with its reason, and the cursor
             # stays, so the next tick sends these (what was sent already is not sent twice).
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return SkipReason(f"alerts not sent this tick, tried again on the next: {reason}")
         context.update_cursor(str(records[-1].storage_id))
-        return SkipReason(f"{len(records)} check evaluations read; {alert_summary(alerts)}")
+        return SkipReason(f"{len(records)} check evaluations read; {tick_summary(outcomes)}")
 
     return alert_on_failed_checks

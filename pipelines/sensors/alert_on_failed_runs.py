@@ -10,7 +10,7 @@ from assets.outcomes import root_cause
 from assets.refusals import refusal
 from lectio.alerts import Alert, run_url
 from lectio.settings import load_settings
-from pipelines.sensors.delivery import deliver
+from pipelines.sensors.delivery import HELD, SENT, UNSENT, deliver
 from resources import DatabaseResource
 
 
@@ -60,7 +60,8 @@ def alert_on_failed_runs_sensor(where: str):
             return SkipReason(f"run {run.run_id[:8]} failed by a blocking check: alert_on_failed_checks sends it")
         settings = load_settings()
         alert = run_alert(context, settings.ui_url)
-        deliver([alert], database, settings, context.log.info)
-        return SkipReason(f"alerted: {alert.subject}: {alert.message[:200]}")
+        (outcome,) = deliver([alert], database, settings, context.log.info)
+        said = {SENT: "alerted", HELD: "held back as already alerted", UNSENT: "not sent (no channel took it)"}[outcome]
+        return SkipReason(f"{said}: {alert.subject}: {alert.message[:200]}")
 
     return alert_on_failed_runs

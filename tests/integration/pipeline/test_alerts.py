@@ -208,6 +208,17 @@ def test_each_alert_tick_says_what_it_alerted(instance, channels_env, settings):
     tick = _tick(defs, "alert_on_failed_checks", instance, check_start)
     assert tick.skip_message.endswith(f"1 alert: table_has_header on bad-source, run {checked.run_id[:8]}")
 
+    # The same evaluations read again (a lost cursor update; every_source_indexed's one alert per
+    # set of failed sources is held back alike): nothing is sent, and the tick says so rather than
+    # count what it held back as alerted (the walk of issue 62, D2).
+    tick = _tick(defs, "alert_on_failed_checks", instance, check_start)
+    assert tick.skip_message.endswith(
+        f"no alert; held back as already alerted: table_has_header on bad-source, run {checked.run_id[:8]}"), \
+        tick.skip_message
+    tick = _tick(defs, "alert_on_failed_runs", instance, run_start)
+    assert tick.skip_message.startswith(
+        f"held back as already alerted: broken_reader on bad-source, run {failed.run_id[:8]}: "), tick.skip_message
+
 
 def test_an_alert_tick_without_its_database_says_why_in_one_line_and_the_next_sends(
         instance, channels_env, webhook, settings):
