@@ -1,17 +1,40 @@
 """What a failed run says about itself, read one way by `lectio run` (pipelines.runners), by the
-failed-run alert (pipelines.sensors.alert_on_failed_runs) and by the index run naming its failed sources."""
+failed-run alert (pipelines.sensors.alert_on_failed_runs) and by the index run naming its failed sources;
+and how a step refuses its run (refuse), which assets.refusals reads back."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from dagster import DagsterEvent, DagsterEventType
+from dagster import DagsterEvent, DagsterEventType, Failure
 
+from assets.names import REFUSED_TAG
 from lectio.alerts import one_line
 
 # The module of the errors Dagster wraps a step's or a resource's own error in (DagsterExecutionStepExecutionError,
 # DagsterResourceFunctionError, …): their words are Dagster's, never the problem.
 DAGSTER_WRAPPERS = "dagster._core.errors."
+# What a step that succeeded leaves in its run's events: such a run did not make nothing.
+MADE = (DagsterEventType.STEP_SUCCESS, DagsterEventType.ASSET_MATERIALIZATION)
+
+
+def refuse(context, line: str, tag: str) -> None:
+    """Refuses the run of this step (context: its execution context) with `line`, one line saying
+    what to run instead, and tags it (REFUSED_TAG: `tag`). At its start, before any of its steps
+    succeeded, the run is canceled as the step fails: Dagster shows every check a failed run
+    planned as failed ("Execution failed"), and a refused partial ingest painted its eight checks
+    red though none ran; a run that ends Canceled shows them skipped, and each check page keeps its
+    last real evaluation. Refused later, the run fails and alerts (assets.refusals)."""
+    instance, run = context.instance, context.dagster_run
+    instance.add_run_tags(run.run_id, {REFUSED_TAG: tag})
+    if not made_something(instance, run.run_id):
+        instance.report_run_canceling(run, message=line)
+    raise Failure(line, allow_retries=False)
+
+
+def made_something(instance, run_id: str) -> bool:
+    """Whether a step of the run succeeded or an asset of it was materialized."""
+    return any(instance.all_logs(run_id, of_type=kind) for kind in MADE)
 
 
 def root_cause(events: Iterable[DagsterEvent]) -> tuple[str | None, str] | None:

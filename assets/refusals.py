@@ -2,6 +2,9 @@
 incidental training (assets.training). Such a run made nothing, so no batch counts it and no
 alert pages for it.
 
+Refused at its start, before any step of it succeeded, a run ends Canceled, so the checks it
+planned read skipped, not failed (assets.outcomes.refuse).
+
 Its tag (REFUSED_TAG) says so on the run's page, but it cannot prove it: a launch may carry any
 tag, and Dagster copies a launch's tags onto its run, so a UI user could tag any run refused and
 its real failure would page nobody, or leave a real ingest out of its batch's index. What proves
@@ -20,7 +23,7 @@ from assets.training import TRAINING_ASSETS, incidental_training
 def refusal(instance, run) -> str | None:
     """The line lectio refused `run` (a DagsterRun) with, as its events prove it, or None: the
     run was not refused, or its tag says so and its events do not."""
-    if REFUSED_TAG not in run.tags or run.status != DagsterRunStatus.FAILURE:
+    if REFUSED_TAG not in run.tags or run.status not in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED):
         return None  # lectio tags every run it refuses: without the tag, no events are read
     failures = [entry.dagster_event for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE)]
     lines = [_refused_step(instance, run, event) for event in failures]

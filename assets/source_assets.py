@@ -22,7 +22,6 @@ from dagster import (
     Output,
     DataVersion,
     DataVersionsByPartition,
-    Failure,
     PartitionsDefinition,
     ResourceParam,
     asset,
@@ -31,7 +30,8 @@ from dagster import (
 
 from assets.checks import known_notices, vectors_check, vectors_spec
 from assets.entry_check import ENTRY_CHECK, RESTATED_KEY, restate_broken_entries
-from assets.names import EMBED_POOL, FAILED_TAG, INGEST_ASSETS, INGEST_JOB, REFUSED_TAG
+from assets.names import EMBED_POOL, FAILED_TAG, INGEST_ASSETS, INGEST_JOB
+from assets.outcomes import refuse
 from lectio.rulesets import registry
 from lectio.rulesets.chunk import chunks_frame
 from lectio.embedding.cache import embed_chunks
@@ -98,12 +98,12 @@ def partial_ingest(selected: set[str], stage: str, source_id: str) -> str | None
 
 
 def _refuse_partial_ingest(context: AssetExecutionContext, stage: str) -> None:
-    """Fails the run at its first step, before anything is read, when it is a partial ingest (the
-    UI's Materialize on raw_texts alone, or on the `ingest` group, which lacks `embeddings`)."""
+    """Refuses the run at its first step, before anything is read, when it is a partial ingest (the
+    UI's Materialize on raw_texts alone, or on the `ingest` group, which lacks `embeddings`): the
+    run ends Canceled, and the checks it planned read skipped (assets.refusals)."""
     selected = {key.to_user_string() for key in context.job_def.asset_layer.selected_asset_keys}
     if problem := partial_ingest(selected, stage, context.partition_key):
-        context.instance.add_run_tags(context.run.run_id, {REFUSED_TAG: f"run the job {INGEST_JOB} instead"})
-        raise Failure(problem, allow_retries=False)
+        refuse(context, problem, f"run the job {INGEST_JOB} instead")
 
 
 def parse_problem(source: Source, exc: SourceError) -> tuple[str, dict]:

@@ -9,11 +9,12 @@ loaded (assets/__init__.py)."""
 
 import base64
 
-from dagster import AssetExecutionContext, Config, Failure, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from lectio.training import trainer, workflow
 from lectio.training.pairs import summary
-from assets.names import EMBED_POOL, REFUSED_TAG
+from assets.names import EMBED_POOL
+from assets.outcomes import refuse
 from assets.source_assets import OWNERS
 from resources import CorpusResource, DatabaseResource
 
@@ -45,8 +46,7 @@ def _refuse_incidental_training(context: AssetExecutionContext, name: str) -> No
         backfill = context.instance.get_backfill(backfill_id)
         selected |= set(backfill.asset_selection or ()) if backfill is not None else set()
     if problem := incidental_training({key.to_user_string() for key in selected}, name):
-        context.instance.add_run_tags(context.run.run_id, {REFUSED_TAG: f"materialize the {TRAINING_GROUP} group on its own"})
-        raise Failure(problem, allow_retries=False)
+        refuse(context, problem, f"materialize the {TRAINING_GROUP} group on its own")
 
 
 class TrainingConfig(Config):
