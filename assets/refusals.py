@@ -3,7 +3,9 @@ incidental training (assets.training). Such a run made nothing, so no batch coun
 alert pages for it.
 
 Refused at its start, before any step of it succeeded, a run ends Canceled, so the checks it
-planned read skipped, not failed (assets.outcomes.refuse).
+planned read skipped, not failed (assets.outcomes.refuse). Refused later (Materialize all's run
+that built the index and then came to training), the run fails as any run would, and alerts: it
+built something, and did not finish.
 
 Its tag (REFUSED_TAG) says so on the run's page, but it cannot prove it: a launch may carry any
 tag, and Dagster copies a launch's tags onto its run, so a UI user could tag any run refused and
@@ -16,18 +18,22 @@ from __future__ import annotations
 from dagster import DagsterEventType, DagsterRunStatus
 
 from assets.names import INGEST_ASSETS, REFUSED_TAG
+from assets.outcomes import made_something
 from assets.source_assets import partial_ingest
 from assets.training import TRAINING_ASSETS, incidental_training
 
 
 def refusal(instance, run) -> str | None:
-    """The line lectio refused `run` (a DagsterRun) with, as its events prove it, or None: the
-    run was not refused, or its tag says so and its events do not."""
+    """The line lectio refused `run` (a DagsterRun) at its start with, as its events prove it, or
+    None: the run was not refused, or its tag says so and its events do not, or it was refused
+    after a step of it succeeded (it built something, then failed: not a run that did nothing)."""
     if REFUSED_TAG not in run.tags or run.status not in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED):
         return None  # lectio tags every run it refuses: without the tag, no events are read
     failures = [entry.dagster_event for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE)]
     lines = [_refused_step(instance, run, event) for event in failures]
-    return lines[0] if lines and all(lines) else None
+    if not lines or not all(lines) or made_something(instance, run.run_id):
+        return None
+    return lines[0]
 
 
 def _refused_step(instance, run, event) -> str | None:

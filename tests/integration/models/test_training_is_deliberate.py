@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus, build_sensor_context
 
 from assets.names import REFUSED_TAG
 from assets.training import TRAINING_ASSETS, TRAINING_GROUP, incidental_training
@@ -69,6 +69,30 @@ def _refused_in_the_backfill(defs, instance, backfill: PartitionBackfill) -> Non
     assert f"materialize the {TRAINING_GROUP} group on its own" in message and len(message.splitlines()) == 1
     assert not any(run.asset_materializations_for_node(name) for name in TRAINING_ASSETS)
     assert instance.get_run_by_id(run.run_id).tags[REFUSED_TAG] == f"materialize the {TRAINING_GROUP} group on its own"
+
+
+def test_a_run_refused_at_training_after_it_built_something_alerts_naming_the_refusal(
+        instance, settings, main_run, monkeypatch, tmp_path):
+    """The walk of issue 62, D3: Materialize all's run built the index, then came to training_pairs
+    and was refused; alert_on_failed_runs read it as "refused at its start …: nothing ran" and
+    sent nothing. Only a run refused before any step of it succeeded is silent; this one alerts,
+    the refusal its cause."""
+    monkeypatch.setenv("LECTIO_ALERT_LOG", str(tmp_path / "alerts.jsonl"))
+    defs = build_definitions(settings.sources_file)
+    tick = lambda cursor: defs.resolve_sensor_def("alert_on_failed_runs").evaluate_tick(build_sensor_context(  # noqa: E731
+        instance=instance, cursor=cursor, definitions=defs, resources=defs.resources))
+    start = tick(None).cursor  # watching failed runs from now on
+    run = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=[AssetKey("chunk_size_distribution"), AssetKey("training_pairs")],
+        run_config=QUIET, raise_on_error=False)
+    assert run.asset_materializations_for_node("chunk_size_distribution")  # built, then refused
+    (failure,) = [e for e in run.all_events if e.is_step_failure]
+    assert failure.step_key == "training_pairs"
+    assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.FAILURE
+
+    said = tick(start).skip_message
+    assert said.startswith(f"alerted: training_pairs, run {run.run_id[:8]}: refused: training is a deliberate act"), said
+    assert run.run_id in (tmp_path / "alerts.jsonl").read_text()
 
 
 def test_a_run_that_trains_beside_other_groups_is_refused_and_the_group_alone_is_not():
