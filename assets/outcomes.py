@@ -42,14 +42,20 @@ def root_cause(events: Iterable[DagsterEvent]) -> tuple[str | None, str] | None:
     rather than Dagster's wrapper around it: (step key, message). Where no step failed, the run's
     own error, with no step: a run can fail before any step starts (a resource that cannot be made,
     such as the embedder a bad lectio/embed_model tag names), and its failure event then says only
-    "An exception was thrown during execution". None when neither carries an error."""
-    run_error = None
+    "An exception was thrown during execution". Where the run carries none either, the last error
+    an engine event of it carries: a run the queue could not start (its code location not in the
+    daemon's workspace) is failed from outside, "marked as failed from outside the execution
+    context", and only the queue's engine event says why. None when none carries an error."""
+    run_error = engine_error = None
     for event in events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             return event.step_key, root_message(event.step_failure_data.error)
         if event.event_type == DagsterEventType.RUN_FAILURE:
             run_error = getattr(event.event_specific_data, "error", None) or run_error
-    return (None, root_message(run_error)) if run_error is not None else None
+        if event.event_type == DagsterEventType.ENGINE_EVENT:
+            engine_error = getattr(event.event_specific_data, "error", None) or engine_error
+    error = run_error or engine_error
+    return (None, root_message(error)) if error is not None else None
 
 
 def root_message(error) -> str:

@@ -8,6 +8,10 @@ import logging
 
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
+# A run failed as the run queue fails one it cannot start: its error in an engine event.
+from dagster._core.errors import DagsterCodeLocationNotFoundError  # noqa: F401
+from dagster._core.events import EngineEventData  # noqa: F401
+from dagster._utils.error import serializable_error_info_from_exc_info  # noqa: F401
 # A backfill made as the UI makes one.
 from dagster._core.execution.backfill import PartitionBackfill  # noqa: F401
 # A staleness or check status as the UI resolves it (only the UI's GraphQL layer has it public).

@@ -3,7 +3,7 @@ not for a run lectio refused at its start, nor for one a blocking check failed (
 
 from __future__ import annotations
 
-from dagster import DefaultSensorStatus, RunFailureSensorContext, SkipReason, run_failure_sensor
+from dagster import DagsterEventType, DefaultSensorStatus, RunFailureSensorContext, SkipReason, run_failure_sensor
 
 from assets.names import REFUSED_TAG
 from assets.outcomes import root_cause
@@ -16,7 +16,9 @@ from resources import DatabaseResource
 
 def run_alert(context: RunFailureSensorContext, ui_url: str) -> Alert:
     run = context.dagster_run
-    asset, message = root_cause([*context.get_step_failure_events(), context.failure_event]) or (None, None)
+    # The run's engine events last: the run queue's says why a run it could not start was failed.
+    engine = [entry.dagster_event for entry in context.instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)]
+    asset, message = root_cause([*context.get_step_failure_events(), context.failure_event, *engine]) or (None, None)
     return Alert(
         kind="run_failed",
         message=message or context.failure_event.message or "the run failed",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -218,6 +219,31 @@ def test_each_alert_tick_says_what_it_alerted(instance, channels_env, settings):
     tick = _tick(defs, "alert_on_failed_runs", instance, run_start)
     assert tick.skip_message.startswith(
         f"held back as already alerted: broken_reader on bad-source, run {failed.run_id[:8]}: "), tick.skip_message
+
+
+def test_a_run_the_queue_could_not_start_alerts_with_the_queue_s_error(instance, channels_env, settings):
+    """The walk of issue 62, X2: a run queued for a code location the daemon's workspace lacks is
+    failed by the run queue from outside the run ("This run has been marked as failed from outside
+    the execution context."), and its alert said only that; the queue's engine event says why, and
+    the alert carries it. The run is failed here as the queue daemon fails it."""
+    from tests.dagster_internals import (DagsterCodeLocationNotFoundError, EngineEventData,
+                                         serializable_error_info_from_exc_info)
+
+    defs = build_definitions(settings.sources_file)
+    start = _tick(defs, "alert_on_failed_runs", instance, None).cursor
+    run = instance.create_run_for_job(defs.resolve_job_def("ingest_source"), tags={"dagster/partition": "web"})
+    try:
+        raise DagsterCodeLocationNotFoundError("Location pipelines.definitions does not exist in workspace")
+    except DagsterCodeLocationNotFoundError:
+        error = serializable_error_info_from_exc_info(sys.exc_info())
+    instance.report_engine_event(f"Caught an error dequeuing run {run.run_id}", run, EngineEventData.engine_error(error))
+    instance.report_run_failed(run)
+
+    tick = _tick(defs, "alert_on_failed_runs", instance, start)
+    assert tick.skip_message.startswith(f"alerted: job ingest_source on web, run {run.run_id[:8]}: "), tick.skip_message
+    (alert,) = [json.loads(line) for line in channels_env.read_text().splitlines()
+                if json.loads(line)["run_id"] == run.run_id]
+    assert alert["message"] == "Location pipelines.definitions does not exist in workspace", alert["message"]
 
 
 def test_an_alert_tick_without_its_database_says_why_in_one_line_and_the_next_sends(
