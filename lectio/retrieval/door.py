@@ -22,14 +22,10 @@ from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval.lookup import lookup
 from lectio.retrieval.ranking import ranked_search
-from lectio.retrieval.request import DEFAULT_TRANSLATION, VersionRequest
-from lectio.retrieval.response import Result, SearchResponse
+from lectio.retrieval.request import VersionRequest
+from lectio.retrieval.response import SearchResponse
 from lectio.retrieval.scope import Scope
 from lectio.sources import callers
-
-# What callers import from here: the request, its answer and their defaults.
-__all__ = ["DEFAULT_PRINCIPALS", "DEFAULT_TRANSLATION", "MAX_QUERY_CHARS", "Result", "SearchConfig", "SearchRequest",
-           "SearchResponse", "search"]
 
 DEFAULT_PRINCIPALS = ("public",)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
