@@ -11,6 +11,7 @@ import base64
 
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
+from lectio.index import versions
 from lectio.training import trainer, workflow
 from lectio.training.pairs import summary
 from assets.names import EMBED_POOL
@@ -53,6 +54,10 @@ class TrainingConfig(Config):
     # Left at None: the recipe's own (lectio.training.trainer.Recipe); fewer steps for a quick try.
     steps: int | None = None
     layers: int | None = None
+    # As `lectio model train`: the trained reranker goes through the gate, which lets it into the
+    # live version's searches or refuses it. False trains only (`--no-gate`): nothing searches
+    # with it until `lectio model use ID` gates it.
+    gate: bool = True
 
 
 class AdaptConfig(Config):
@@ -65,13 +70,14 @@ def training_pairs(context: AssetExecutionContext, corpus: CorpusResource, datab
     """Queries and their passages from the corpus's own structure (commentary entries and pericope titles → their
     verses, with hard negatives the vector retriever ranks close), mined from the live index. Never from Nave's, the
     Westminster Standards, any evaluation query or private text. Made again only when the live index's content
-    changes."""
+    changes; `mined from` names the version read."""
     _refuse_incidental_training(context, "training_pairs")
     with database.connect() as conn:
-        made, path, new = workflow.pairs_for(conn, database.home_path(), corpus.sources_path)
+        mined = versions.live_version(conn)  # search_index's output is whatever version is live
+        made, path, new = workflow.pairs_for(conn, database.home_path(), corpus.sources_path, mined)
     found = summary(made)
     context.add_output_metadata({
-        "pairs": found["pairs"], "made now": new, "file": str(path),
+        "pairs": found["pairs"], "made now": new, "file": str(path), "mined from": mined or "none",
         "by origin": MetadataValue.json(found["by_origin"]), "by split": MetadataValue.json(found["by_split"]),
         "examples": MetadataValue.json(found["examples"])})
     return {"file": str(path), **found}
@@ -81,8 +87,9 @@ def training_pairs(context: AssetExecutionContext, corpus: CorpusResource, datab
 def reranker(context: AssetExecutionContext, config: TrainingConfig, database: DatabaseResource,
              training_pairs: dict) -> dict:
     """A cross-encoder trained from MiniLM's first layers on the training pairs, kept at its best validation MRR
-    (books held out of training), stored in the home under its id (base, layers, pairs, recipe, seed). Search uses
-    it where `stages.rerank.model` names it."""
+    (books held out of training), stored in the home under its id (base, layers, pairs, recipe, seed), then gated as
+    `lectio model train` gates it: the live version's searches read it only if the query sets' dev parts say it is
+    no worse and better somewhere (config `gate: false` trains only)."""
     from lectio.training.pairs import read
 
     _refuse_incidental_training(context, "reranker")
@@ -91,11 +98,18 @@ def reranker(context: AssetExecutionContext, config: TrainingConfig, database: D
                                 f"step {step}/{total}: loss {loss:.3f}"))
     best = record.get("best") or {}
     png = base64.b64encode(trainer.loss_curve_png(record)).decode()
-    context.add_output_metadata({
+    metadata = {
         "model": record["id"], "reused": bool(record.get("reused")), "pairs fingerprint": record["pairs"],
         "validation mrr": float(best.get("mrr", 0.0)), "validation accuracy": float(best.get("accuracy", 0.0)),
         "best step": int(best.get("step", 0)), "seconds": float(record["seconds"]), "cpu": record["cpu"],
-        "loss curve": MetadataValue.md(f"![loss curve](data:image/png;base64,{png})")})
+        "loss curve": MetadataValue.md(f"![loss curve](data:image/png;base64,{png})")}
+    if config.gate:
+        with database.connect() as conn:
+            verdict = workflow.gate_reranker(conn, database.home_path(), record["id"])
+        context.log.info(f"gate: {verdict.decision}: {verdict.reason}")
+        metadata |= {"gate": f"{verdict.decision}: {verdict.reason}",
+                     "searched with": verdict.candidate if verdict.decision == "switch" else (verdict.before or "none")}
+    context.add_output_metadata(metadata)
     return record
 
 

@@ -48,7 +48,8 @@ def model_command(args) -> int:
     # measured (a measurement takes minutes; `measure` and the next run that needs one do it).
     record = before if args.action == "show" else runtime_choice.measured(MODEL_NAME, release_of(MODEL_NAME),
                                                                           again=True)
-    rerankers, embedders, rankers = trained_rerankers(), adapted_embedders(), trained_rankers()
+    chosen = _live_choices()
+    rerankers, embedders, rankers = trained_rerankers(), adapted_embedders(), trained_rankers(chosen)
     if args.json:
         shown = record or {"recorded": None, "why": _unrecorded()}
         print(json.dumps(shown | {"rerankers": rerankers, "adapted_embedders": embedders, "rankers": rankers},
@@ -57,6 +58,8 @@ def model_command(args) -> int:
     print(describe(record) if record else _unrecorded())
     print(describe_rerankers(rerankers))
     print(describe_rankers(rankers))
+    for line in _chosen_in_the_home(chosen):
+        print(line)
     print(describe_embedders(embedders))
     if before and (before["backend"], before.get("precision", "fp32")) != (record["backend"], record["precision"]):
         print(f"the new choice gives other vectors than the {before['backend']}/{before.get('precision', 'fp32')} "
@@ -123,13 +126,43 @@ def describe_rerankers(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def trained_rankers() -> list[dict]:
+def trained_rankers(chosen: dict[str, str]) -> list[dict]:
+    """The learned rankers trained in this home, each marked whether the live version's searches
+    read it (`chosen`, its record's rankers)."""
     from lectio.ranker.model import REGISTRY
     from lectio.settings import load_settings
 
-    home = load_settings().home
-    active = REGISTRY.active(home)
-    return [record | {"active": record.get("id") == active} for record in REGISTRY.trained(home)]
+    from lectio.training.gate import RANKER
+
+    active = chosen.get(RANKER.setting)
+    return [record | {"active": record.get("id") == active} for record in REGISTRY.trained(load_settings().home)]
+
+
+def _live_choices() -> dict[str, str]:
+    """The trained models the live version's searches read ({} before there is one)."""
+    from lectio.index import schema, versions
+    from lectio.index.database import ensure_database
+    from lectio.settings import load_settings
+
+    with ensure_database(load_settings()).connect() as conn:
+        schema.ensure_schema(conn)
+        live = versions.get_version(conn, None)
+    return live.rankers if live else {}
+
+
+def _chosen_in_the_home(chosen: dict[str, str]) -> list[str]:
+    """A line for each model a home's file still names from before the choice moved onto the
+    index versions, where the live version reads another: nothing searches with it until gated."""
+    from lectio.settings import load_settings
+    from lectio.training.gate import RANKER, RERANKER
+
+    home, lines = load_settings().home, []
+    for registry, setting in ((wing.registry, wing.setting) for wing in (RERANKER, RANKER)):
+        named = registry.chosen_in_the_home(home)
+        if named and chosen.get(setting) != named:
+            lines.append(f"{named} was chosen in {registry.models_dir(home)}/ACTIVE.json, which searches no longer "
+                         f"read (the live version holds its {registry.what}): `lectio model use {named}` gates it again")
+    return lines
 
 
 def describe_rankers(records: list[dict]) -> str:
@@ -291,13 +324,11 @@ def describe_ranker(record: dict) -> str:
 def use_command(args, before: dict | None = None, said: str = "") -> int:
     """Gate a reranker or a learned ranker (its id says which; `--ranker` for 'latest' or 'none'
     of the learned ranker) for this home's searches; exit 1 when the gate refuses."""
-    from lectio.evaluation.migration_gate import load_query_sets
-    from lectio.evaluation.querysets import select_part
     from lectio.index import schema
     from lectio.index.database import ensure_database
     from lectio.settings import load_settings
-    from lectio.training.gate import gate, gate_ranker
-    from lectio.training.guard import QUERY_SETS
+    from lectio.training import workflow
+    from lectio.training.gate import gate_ranker
 
     if not args.reranker:
         raise ValueError("use needs a reranker: a trained id (lectio model show), 'latest' or 'none'")
@@ -307,12 +338,11 @@ def use_command(args, before: dict | None = None, said: str = "") -> int:
             schema.ensure_schema(conn)
             verdict = gate_ranker(conn, settings.home, None if args.reranker == "none" else args.reranker, args.force)
         return _verdict(args, before, said, verdict)
-    sets = load_query_sets(args.queries or sorted(QUERY_SETS.glob("*.jsonl")))
-    sets = {name: select_part(queries, args.part) for name, queries in sets.items()}
+    sets = workflow.gate_sets(args.queries, args.part)
     candidate = None if args.reranker == "none" else args.reranker
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
-        verdict = gate(conn, settings.home, candidate, sets, force=args.force)
+        verdict = workflow.gate_reranker(conn, settings.home, candidate, sets, force=args.force)
     return _verdict(args, before, said, verdict)
 
 

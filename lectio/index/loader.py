@@ -44,8 +44,11 @@ def _register(conn: psycopg.Connection, version: str, table: str, chunks: pd.Dat
     rulesets = ",".join(sorted(chunks["ruleset"].unique()))
     sources = sorted(chunks["source_id"].unique())
     conn.execute(
-        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, source_acls, status) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, 'building')",
+        # The live version's trained models come with it: a migration is judged, and goes live,
+        # searched as the live version is (the gate turns them on or off on the live one).
+        "INSERT INTO index_versions (version, table_name, ruleset, model_id, fingerprint, sources, source_acls, status, "
+        "rankers) VALUES (%s, %s, %s, %s, %s, %s, %s, 'building', coalesce((SELECT rankers FROM index_versions "
+        "WHERE version = (SELECT version FROM live_index)), '{}'))",
         (version, table, rulesets, model_id, fp, json.dumps(sources), Jsonb(_source_acls(chunks))),
     )
 

@@ -38,6 +38,11 @@ ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS layout integer;
 -- BM25's number of documents, public chunks only (lectio.index.postings.statistics), as
 -- avg_doc_lexemes is their mean length.
 ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS bm25_docs integer;
+-- The trained models its searches read where a setting says "active", by that setting's path
+-- ({"stages.learned_rank.model": "trees-…"}): the gate writes them on the live version, and a
+-- version built later starts from the live version's, so the migration gate compares each
+-- version as it would be searched, and a rollback searches as it did.
+ALTER TABLE index_versions ADD COLUMN IF NOT EXISTS rankers jsonb NOT NULL DEFAULT '{}';
 -- The last version number given. A row updated in the build's own transaction rather than the
 -- sequence: PostgreSQL logs a sequence 32 values ahead, so after a crash the next version was v34
 -- where v3 was due. Homes from before it go on from the sequence's value (no number is reused).
@@ -68,7 +73,8 @@ CREATE TABLE IF NOT EXISTS live_index (
 # 7: BM25's N and mean length over public chunks only (index_versions.bm25_docs); existing
 #    versions' are counted again.
 # 8: version numbers from index_version_counter.
-SCHEMA_VERSION = 8
+# 9: index_versions.rankers, the trained models a version's searches read (the reader sees it).
+SCHEMA_VERSION = 9
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
@@ -98,7 +104,7 @@ def _migrate_schema(conn: psycopg.Connection) -> None:
     # The reader needs a version's table and its BM25 statistics, not which sources it holds,
     # how many rows (private ones included) or how they score: those columns stay the owner's.
     conn.execute(sql.SQL("REVOKE ALL ON index_versions FROM {}").format(reader))
-    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, bm25_docs, layout) "
+    conn.execute(sql.SQL("GRANT SELECT (version, table_name, status, avg_doc_lexemes, bm25_docs, layout, rankers) "
                          "ON index_versions TO {}").format(reader))
     conn.execute(sql.SQL("GRANT SELECT ON live_index TO {}").format(reader))
     # Versions built under an older policy get the current one.

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from lectio.embedding.packaged import follow_live
 from lectio.index import locks, mirror, tables
@@ -41,6 +42,8 @@ class IndexVersion:
     # (lectio.index.postings.statistics).
     avg_doc_lexemes: float | None = None
     bm25_docs: int | None = None
+    # The trained models its searches read where a setting says "active", by the setting's path.
+    rankers: dict[str, str] = field(default_factory=dict)
 
     @property
     def bm25_corpus(self) -> tuple[float, float]:
@@ -84,12 +87,12 @@ def list_versions(conn: psycopg.Connection) -> list[IndexVersion]:
 
 
 _VERSION_COLUMNS = ("version, table_name, ruleset, model_id, fingerprint, sources, rows, status, metrics, "
-                    "revoked_reason, layout, avg_doc_lexemes, bm25_docs")
+                    "revoked_reason, layout, avg_doc_lexemes, bm25_docs, rankers")
 
 
 def _version(row: tuple, live: str | None) -> IndexVersion:
     return IndexVersion(*row[:9], live=(row[0] == live), revoked_reason=row[9], layout=row[10], avg_doc_lexemes=row[11],
-                        bm25_docs=row[12])
+                        bm25_docs=row[12], rankers=row[13] or {})
 
 
 def get_version(conn: psycopg.Connection, version: str | None = None) -> IndexVersion | None:
@@ -158,6 +161,13 @@ def home_follows_live(conn: psycopg.Connection, home: Path | None = None) -> Non
 def revoked_reason(conn: psycopg.Connection, version: str) -> str:
     row = conn.execute("SELECT revoked_reason FROM index_versions WHERE version = %s", (version,)).fetchone()
     return (row[0] if row else None) or "revoked"
+
+
+def choose_ranker(conn: psycopg.Connection, version: str, setting: str, model_id: str | None) -> None:
+    """Make `model_id` (None: none) what `version`'s searches read where `setting` says "active"."""
+    change = {setting: model_id} if model_id else {}
+    conn.execute("UPDATE index_versions SET rankers = (rankers - %s) || %s WHERE version = %s",
+                 (setting, Jsonb(change), version))
 
 
 def merge_metrics(conn: psycopg.Connection, version: str, metrics: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ TREES = "trees.txt"
 
 
 REGISTRY = Registry("rankers", RECORD, "ranker", "lectio model rank")
-models_dir, trained, find, active = REGISTRY.models_dir, REGISTRY.trained, REGISTRY.find, REGISTRY.active
+models_dir, trained, find = REGISTRY.models_dir, REGISTRY.trained, REGISTRY.find
 
 
 def store(home: Path, trees: str, record: dict) -> str:

@@ -1,7 +1,7 @@
 """The registry of one kind of trained model in a home: models/<folder>/<id>/ holds a model and
-the record of what made it (its id among it), and models/<folder>/ACTIVE.json the one the home's
-gate let into its searches. Every kind (the cross-encoder reranker, the learned ranker) is found,
-listed and switched the same way, so the CLI, the gate and the stages read them alike."""
+the record of what made it (its id among it). Every kind (the cross-encoder reranker, the learned
+ranker) is found and listed the same way, so the CLI, the gate and the stages read them alike;
+which one a version's searches read is that version's record (lectio.training.gate writes it)."""
 
 from __future__ import annotations
 
@@ -47,17 +47,11 @@ class Registry:
             raise ValueError(f"no trained {self.what} {model_id!r} in {home} (trained: {known})")
         return folder
 
-    def active(self, home: Path) -> str | None:
-        """The model this home's searches use by default: the one its gate let in (lectio
-        .training.gate), None before any did or after it was turned off."""
+    def chosen_in_the_home(self, home: Path) -> str | None:
+        """The model a home's file named before the choice moved onto the index versions
+        (lectio.index.versions.IndexVersion.rankers): nothing searches with it, and `lectio model
+        show` says how to gate it again."""
         try:
             return json.loads((self.models_dir(home) / ACTIVE).read_text()).get("id")
         except (OSError, ValueError, AttributeError):
             return None
-
-    def set_active(self, home: Path, evidence: dict) -> None:
-        """Written beside and moved in: a search never reads half a choice."""
-        from lectio.embedding.model_file import write_whole
-
-        self.models_dir(home).mkdir(parents=True, exist_ok=True)
-        write_whole(self.models_dir(home) / ACTIVE, json.dumps(evidence, indent=2) + "\n")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lectio.registry.models import ACTIVE, Registry
+from lectio.registry.models import Registry
 
 RECORD = "reranker.json"
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 REGISTRY = Registry("rerankers", RECORD, "reranker", "lectio model train")
 # The registry's, under the names the reranker's callers know.
 models_dir, trained, find = REGISTRY.models_dir, REGISTRY.trained, REGISTRY.find
-active, set_active = REGISTRY.active, REGISTRY.set_active
 
 
 def quiet_transformers() -> None:

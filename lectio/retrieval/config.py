@@ -16,7 +16,7 @@ from functools import lru_cache
 from lectio.retrieval import bounds
 from lectio.retrieval.expansion import ExpansionSettings
 from lectio.retrieval.modes import HYBRID_ONLY, MODES, Mode
-from lectio.retrieval.pipeline import GROUPS, StageSettings
+from lectio.retrieval.pipeline import CHOSEN_BY_VERSION, GROUPS, StageSettings
 from lectio.retrieval.retrievers import declared
 
 
@@ -208,6 +208,12 @@ class SearchConfig:
             config = _set(config, path.split("."), value)
         return config
 
+    def as_chosen_by(self, chosen: dict[str, str]) -> SearchConfig:
+        """This configuration with each trained-model setting that says "active" naming the model
+        `chosen` (a version's record) gives it, "" for none."""
+        values = {path: chosen.get(path, "") for path in CHOSEN_BY_VERSION if _get(self, path) == "active"}
+        return self.with_settings(values) if values else self
+
     def for_paragraphs(self) -> SearchConfig:
         """This configuration as a paragraph-length query is ranked under (ParagraphSettings)."""
         paragraphs = self.paragraphs
@@ -230,6 +236,12 @@ def setting_types(kind: type = SearchConfig, prefix: str = "") -> dict[str, str]
         else:
             found[prefix + f.name] = str(f.type)
     return found
+
+
+def _get(settings, path: str):
+    for name in path.split("."):
+        settings = getattr(settings, name)
+    return settings
 
 
 def _set(settings, path: list[str], value):

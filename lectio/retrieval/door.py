@@ -67,6 +67,7 @@ def search(conn: psycopg.Connection, request: SearchRequest, *, embedder: Embedd
     info = versions.get_version(conn, request.version)
     if refused := _unservable(query, request.version, info):
         return refused
+    request = replace(request, config=request.config.as_chosen_by(info.rankers))
     try:  # how the query is answered, decided once from what it says
         planned = router.plan(query_text.read(query), request.config)
     except UnknownReference as exc:

@@ -5,9 +5,9 @@ Fused ranking's signals), what the hit is, and the query's shape.
 Fusion weighs every list alike for every query; the ranker learns, from readers' own labelled
 questions and topics, when a verse both sides found matters more than the vector's first guess,
 or that a short question wants the verse a commentary names. Hybrid searches only: vector and
-lexical stay the plain baselines they are. By default it reads the ranker the home's gate let in
-(none: it reads and moves nothing); `record` computes the features and moves nothing, as training
-reads them (lectio.ranker.features.recording)."""
+lexical stay the plain baselines they are. By default it reads the ranker the gate let into the
+searched version (none: it reads and moves nothing); `record` computes the features and moves
+nothing, as training reads them (lectio.ranker.features.recording)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ from lectio.settings import runtime_settings
 @dataclass(frozen=True)
 class LearnedRankSettings:
     """`model` names a ranker trained in the home (`lectio model rank`; "latest" for the newest),
-    "active" for the one the home's gate let in (lectio.training.gate), "" for none. It orders the
-    first `depth` fused hits again. `record` computes their features for a training run to read,
-    and orders nothing (lectio.training.ranker). The trees' order is fused with the fused order's
-    (reciprocal ranks, the trees weighing `weight` against its 1), as the reranker's is."""
+    "active" for the one the gate let into the searched version (lectio.training.gate), "" for
+    none. It orders the first `depth` fused hits again. `record` computes their features for a
+    training run to read, and orders nothing (lectio.training.ranker). The trees' order is fused
+    with the fused order's (reciprocal ranks, the trees weighing `weight` against its 1), as the
+    reranker's is."""
 
     model: str = "active"
     depth: int = 100
@@ -53,6 +54,7 @@ class LearnedRank:
     weight: float
     modes: frozenset[str] = HYBRID_ONLY
     settings: ClassVar[tuple[Setting, ...]] = (Setting("learned_rank", LearnedRankSettings),)
+    trained: ClassVar[str] = "learned_rank.model"
 
     @classmethod
     def of(cls, config) -> LearnedRank | None:
@@ -96,13 +98,10 @@ def blend(head: list[Hit], scores: list[float], weight: float) -> list[Hit]:
 
 
 def _chosen(model: str) -> str | None:
-    """The ranker a setting names ("" none); "active" is read from the home at each search, so a
-    gated change reaches a running service without a restart."""
-    if model != "active":
-        return model or None
-    from lectio.ranker.model import active
-
-    return active(runtime_settings().home)
+    """The ranker a setting names, None for none. "active" is made the searched version's choice
+    at the door (lectio.retrieval.door); a stage that meets it unmade serves no version's search,
+    and reads none."""
+    return None if model in ("", "active") else model
 
 
 def _hit_facts(hits: list[Hit], ctx: Context) -> list[features.HitFacts]:

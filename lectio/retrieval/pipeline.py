@@ -24,6 +24,11 @@ from lectio.retrieval.stage import Setting, Truncate
 # them as covered; spreading and MMR see the collapsed list; the page is packed from the k kept.
 PIPELINE = (LearnedRank, Rerank, QueryShare, LongPassageParts, CollapseCovered, SpreadSources, Mmr, Truncate, PackPage)
 
+# The settings that name a trained model: where one says "active", the searched version's record
+# says which (index_versions.rankers, written by the gate), so a rollback or a candidate is searched
+# with the models it was judged with, and no search reads a file of the home to know.
+CHOSEN_BY_VERSION = tuple(f"stages.{stage.trained}" for stage in PIPELINE if getattr(stage, "trained", None))
+
 # Not a stage's: the search replaces child hits by their parent chunk, collapsing duplicates,
 # before the stages see them.
 _PARENTS = Setting("return_parents", "bool", False)

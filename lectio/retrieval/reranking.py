@@ -27,7 +27,7 @@ RANK_K = 10
 @dataclass(frozen=True)
 class RerankSettings:
     """`model` names a reranker trained in the home (`lectio model train`; "latest" for the
-    newest), "active" for the one the home's gate let in (none yet: no reranking), "" for none.
+    newest), "active" for the one the searched version's gate let in (none: no reranking), "" for none.
     It reads the first `depth` hits, each cut with the query to `tokens` word pieces."""
 
     model: str = "active"
@@ -46,6 +46,7 @@ class Rerank:
     weight: float
     modes: frozenset[str] = HYBRID_ONLY
     settings: ClassVar[tuple[Setting, ...]] = (Setting("rerank", RerankSettings),)
+    trained: ClassVar[str] = "rerank.model"
 
     @classmethod
     def of(cls, config) -> Rerank | None:
@@ -64,7 +65,7 @@ class Rerank:
         head = hits[:self.head]
         from lectio.reranker.model import loaded
 
-        scores = loaded(_home(), chosen).score(ctx.query, [hit.text for hit in head], self.tokens)
+        scores = loaded(runtime_settings().home, chosen).score(ctx.query, [hit.text for hit in head], self.tokens)
         return fuse(head, scores.tolist(), self.weight) + hits[self.head:]
 
 
@@ -78,14 +79,7 @@ def fuse(head: list[Hit], scores: list[float], weight: float) -> list[Hit]:
 
 
 def _chosen(model: str) -> str | None:
-    """The model a setting names; "active" is read from the home at each search, so a gated
-    change reaches a running service without a restart."""
-    if model != "active":
-        return model
-    from lectio.reranker.model import active
-
-    return active(_home())
-
-
-def _home():
-    return runtime_settings().home
+    """The model a setting names, None for none. "active" is made the searched version's choice
+    at the door (lectio.retrieval.door); a stage that meets it unmade serves no version's search,
+    and reads none."""
+    return None if model in ("", "active") else model

@@ -7,8 +7,9 @@ migration passes). A reranker reorders a page, so what it can cost is the order:
 RERANKER_TOLERANCES is guarded, at no drop beyond noise at all, and a reranker goes on only when it
 also gains beyond noise on at least one of them, on some set (a model that changes nothing
 measurable is not worth its time per search). A refused reranker stays trained, to inspect or to overrule with --force.
-The verdict is kept with the choice (the kind's ACTIVE.json in the home) and on the live version's
-metrics, which `lectio index list` shows."""
+The choice is the live version's (index_versions.rankers: what its searches read where a setting
+says "active"; a version built later starts from it), and the verdict is kept on its metrics,
+which `lectio index list` shows."""
 
 from __future__ import annotations
 
@@ -71,9 +72,8 @@ def gate(conn, home: Path, candidate: str | None, query_sets: Mapping[str, Seque
     wing = RERANKER
     tolerances = check_tolerances(tolerances)
     candidate = wing.registry.find(home, candidate).name if candidate else None
-    before, live = wing.registry.active(home), versions.live_version(conn)
-    if live is None:
-        raise ValueError("no live index yet: run `lectio run` first")
+    live = _live(conn)
+    before = live.rankers.get(wing.setting)
     if candidate == before:
         return RerankerVerdict(before, candidate, "unchanged",
                                f"{candidate or f'no {wing.registry.what}'} is already in use")
@@ -87,10 +87,7 @@ def gate(conn, home: Path, candidate: str | None, query_sets: Mapping[str, Seque
         "no guarded metric lost beyond noise" + (f"; gained beyond it: {', '.join(gained)}" if gained else "")
     verdict = RerankerVerdict(before, candidate, "refuse" if violations and not force else "switch", reason, metrics,
                               differences)
-    if verdict.decision == "switch":
-        wing.registry.set_active(home, {"id": candidate, "index_version": live, "verdict": verdict.to_json(),
-                          "decided_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
-    versions.merge_metrics(conn, live, {wing.verdict_key: verdict.to_json() | {"metrics": _overall(metrics)}})
+    _keep(conn, live.version, wing, verdict)
     return verdict
 
 
@@ -99,10 +96,8 @@ def gate_ranker(conn, home: Path, candidate: str | None, force: bool = False) ->
     ranker, by the verdict its training reached on the dev parts' out-of-fold orders
     (lectio.training.ranker.verdict): scored again on the dev parts it learned from, it would be
     judged in sample."""
-    registry, live = RANKER.registry, versions.live_version(conn)
-    if live is None:
-        raise ValueError("no live index yet: run `lectio run` first")
-    before = registry.active(home)
+    registry, live = RANKER.registry, _live(conn)
+    before = live.rankers.get(RANKER.setting)
     judged = {"decision": "switch", "reason": "turned off", "metrics": {}, "differences": []}
     if candidate:
         folder = registry.find(home, candidate)
@@ -114,11 +109,26 @@ def gate_ranker(conn, home: Path, candidate: str | None, force: bool = False) ->
     decision = "switch" if judged["decision"] == "switch" or force else "refuse"
     verdict = RerankerVerdict(before, candidate, decision, judged["reason"], judged.get("metrics", {}),
                               judged.get("differences", []))
-    if decision == "switch":
-        registry.set_active(home, {"id": candidate, "index_version": live, "verdict": verdict.to_json(),
-                                   "decided_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
-    versions.merge_metrics(conn, live, {RANKER.verdict_key: verdict.to_json() | {"metrics": _overall(verdict.metrics)}})
+    _keep(conn, live.version, RANKER, verdict)
     return verdict
+
+
+def _live(conn) -> versions.IndexVersion:
+    live = versions.get_version(conn, None)
+    if live is None:
+        raise ValueError("no live index yet: run `lectio run` first")
+    return live
+
+
+def _keep(conn, live: str, wing: Wing, verdict: RerankerVerdict) -> None:
+    """The verdict on the live version's metrics and, where it switches, the choice on its record,
+    in one transaction: a search never reads a choice without its evidence."""
+    decided = {"decided_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    with conn.transaction():
+        if verdict.decision == "switch":
+            versions.choose_ranker(conn, live, wing.setting, verdict.candidate)
+        versions.merge_metrics(conn, live, {wing.verdict_key: verdict.to_json() | decided
+                                            | {"metrics": _overall(verdict.metrics)}})
 
 
 def gains(metrics: dict, guarded: Mapping[str, float]) -> list[str]:

@@ -70,7 +70,7 @@ def record(conn, query_sets: Mapping[str, Sequence[Query]], depth: int, version:
            progress: Callable[[int], None] = lambda done: None) -> list[Page]:
     """Every labelled query of `query_sets` searched in `version` (the live one when None) with its
     page's features recorded."""
-    # In fused order, whatever ranker the home's gate let in: the trees learn to order what fusion gives.
+    # In fused order, whatever ranker the gate let into the live version: the trees learn to order what fusion gives.
     config = SearchConfig().with_settings({"stages.learned_rank.record": True, "stages.learned_rank.depth": depth,
                                            "stages.learned_rank.model": ""})
     pages = []

@@ -1,9 +1,10 @@
-"""From an index version to a trained reranker: the pairs (made or read back), then the training
-(made or found by its id). What `lectio model train` and the Dagster assets both run."""
+"""From an index version to a trained reranker: the pairs (made or read back), the training (made
+or found by its id), then the gate that lets it into the live version's searches or not. What
+`lectio model train` and the Dagster assets both run, so both end in the same state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,10 @@ from lectio.reranker.model import precision
 from lectio.sources import load_sources
 from lectio.training import embedder, store, trainer
 from lectio.training.pairs import Pair
-from lectio.training.guard import Guard, evaluation_sources
+from lectio.training.guard import QUERY_SETS, Guard, evaluation_sources
+
+# The sets a reranker is gated on, each by its dev part: every set the project keeps.
+GATE_QUERY_SETS = QUERY_SETS
 
 
 def guard_for(sources_file: Path) -> Guard:
@@ -48,6 +52,24 @@ def recipe(steps: int | None = None, layers: int | None = None) -> trainer.Recip
 def train(made: list[Pair], home: Path, chosen: trainer.Recipe,
           progress: Callable[[int, int, float], None] | None = None) -> dict:
     return trainer.train(made, home, chosen, precision(home), progress)
+
+
+def gate_sets(paths: Sequence[str | Path] | None = None, part: str = "dev") -> dict:
+    """The query sets a reranker's gate scores, by name: `paths` (every set in GATE_QUERY_SETS by
+    default), each cut to `part` (dev by default: defaults are chosen on it)."""
+    from lectio.evaluation.migration_gate import load_query_sets
+    from lectio.evaluation.querysets import select_part
+
+    sets = load_query_sets(paths or sorted(GATE_QUERY_SETS.glob("*.jsonl")))
+    return {name: select_part(queries, part) for name, queries in sets.items()}
+
+
+def gate_reranker(conn, home: Path, model_id: str | None, sets: dict | None = None, force: bool = False):
+    """Let `model_id` (None: none) into the live version's searches, or refuse, as the gate decides
+    on `sets` (gate_sets() by default)."""
+    from lectio.training.gate import gate
+
+    return gate(conn, home, model_id, gate_sets() if sets is None else sets, force=force)
 
 
 def adapt_recipe(steps: int | None = None) -> embedder.Recipe:

@@ -114,35 +114,82 @@ def test_a_ranker_on_other_features_or_none_by_that_name_is_refused(pages, versi
 
 
 def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdict(pages, main_run, database, settings):
-    from lectio.ranker.model import REGISTRY
-    from lectio.registry.models import ACTIVE
-    from lectio.training.gate import gate_ranker
+    from lectio.index import versions
+    from lectio.training.gate import RANKER, gate_ranker
     from cli.model import describe_rankers, trained_rankers
 
     record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     query = "do not worry about anything but pray with thanksgiving"
-    try:
-        with database.connect() as conn:
+
+    def chosen() -> dict:
+        return versions.get_version(conn, None).rankers
+
+    with database.connect() as conn:
+        try:
             plain = search(conn, SearchRequest(query, k=5))
             verdict = gate_ranker(conn, settings.home, record["id"])
             assert verdict.decision == record["cross_validated"]["decision"]
             assert verdict.reason == record["cross_validated"]["reason"]
             if verdict.decision == "refuse":  # eight queries rarely show a gain beyond noise
-                assert REGISTRY.active(settings.home) is None
+                assert RANKER.setting not in chosen()
                 assert [r.chunk_id for r in search(conn, SearchRequest(query, k=5)).results] == \
                     [r.chunk_id for r in plain.results]
                 verdict = gate_ranker(conn, settings.home, record["id"], force=True)
-            assert verdict.decision == "switch" and REGISTRY.active(settings.home) == record["id"]
-            assert f"* {record['id']}:" in describe_rankers(trained_rankers())  # what `lectio model show` lists
+            # The choice is the live version's record, with its verdict; no file of the home holds it.
+            assert verdict.decision == "switch" and chosen() == {RANKER.setting: record["id"]}
+            assert versions.get_version(conn, None).metrics[RANKER.verdict_key]["candidate"] == record["id"]
+            assert not list(RANKER.registry.models_dir(settings.home).glob("*.json"))
+            assert f"* {record['id']}:" in describe_rankers(trained_rankers(chosen()))  # what `lectio model show` lists
             # The default search now reads that ranker: the same page as naming it.
             by_default = search(conn, SearchRequest(query, k=5))
             named = search(conn, SearchRequest(query, k=5, config=SearchConfig().with_settings(
                 {"stages.learned_rank.model": record["id"]})))
             assert [r.chunk_id for r in by_default.results] == [r.chunk_id for r in named.results]
             assert gate_ranker(conn, settings.home, None).decision == "switch"
-            assert REGISTRY.active(settings.home) is None
-    finally:
-        (REGISTRY.models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)
+            assert chosen() == {}
+        finally:
+            versions.choose_ranker(conn, versions.live_version(conn), RANKER.setting, None)
+
+
+def test_a_version_is_searched_with_the_ranker_its_record_names(main_run, pages, database, settings, index_of,
+                                                                monkeypatch):
+    """A version built after the gate starts from the live version's choice, so the migration gate
+    judges it as it would be searched; a version keeps its own choice, so a rollback searches as it
+    did before."""
+    from lectio.index import versions
+    from lectio.training.gate import RANKER, gate_ranker
+
+    # Built after the session's main run, which applies the session's sources file (no alice-notes
+    # in it: the module's own version is revoked by it).
+    version, _ = index_of(SOURCES, ["web", "mhcc"])
+    monkeypatch.setitem(ranker.PARAMS, "min_data_in_leaf", 5)  # trees that move this small index's pages
+    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
+    query = QUERIES[1].query
+    heavy = SearchConfig().with_settings({"stages.learned_rank.weight": 100})  # the trees' order decides
+    plain = heavy.with_settings({RANKER.setting: ""})
+    named = heavy.with_settings({RANKER.setting: record["id"]})
+
+    def page(config: SearchConfig) -> list[str]:
+        response = search(conn, SearchRequest(query, k=10, version=version, config=config))
+        assert response.results, response.message
+        return [r.chunk_id for r in response.results]
+
+    with database.connect() as conn:
+        live = versions.live_version(conn)
+        try:
+            gate_ranker(conn, settings.home, record["id"], force=True)
+            later, _ = index_of(SOURCES, ["alice-notes"], {"alice.jsonl": json.dumps(
+                {"id": "n1", "ref": "John 3:16", "text": "A note written after the ranker was let in."})})
+            assert versions.get_version(conn, later).rankers == {RANKER.setting: record["id"]}
+            # The version built before the gate has no ranker: its default search is its plain one.
+            assert versions.get_version(conn, version).rankers == {}
+            assert page(plain) != page(named)  # the trees move this page: which one a search read shows
+            assert page(heavy) == page(plain)
+            versions.choose_ranker(conn, version, RANKER.setting, record["id"])
+            assert page(heavy) == page(named)
+        finally:
+            versions.choose_ranker(conn, live, RANKER.setting, None)
+            versions.choose_ranker(conn, version, RANKER.setting, None)
 
 
 def test_the_verdict_also_hears_the_sets_it_did_not_learn_from(pages, version, database, settings):

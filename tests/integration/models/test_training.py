@@ -150,7 +150,7 @@ def test_training_pairs_then_reranker_and_adapted_embedder_in_dagster_on_the_liv
     names = ["training_pairs", "reranker", "adapted_embedder"]
     chosen = [a for a in defs.assets if a.key.path[0] in names]
     resources = dict(defs.resources) | {"io_manager": FilesystemIOManager(base_dir=str(tmp_path))}
-    run_config = {"ops": {"reranker": {"config": {"steps": 2, "layers": 1}},
+    run_config = {"ops": {"reranker": {"config": {"steps": 2, "layers": 1, "gate": False}},
                           "adapted_embedder": {"config": {"steps": 2}}}}
     result = materialize(chosen, resources=resources, run_config=run_config, selection=names)
     assert result.success
@@ -159,6 +159,8 @@ def test_training_pairs_then_reranker_and_adapted_embedder_in_dagster_on_the_liv
     assert "validation mrr untrained" in adapted and "data:image/png;base64," in adapted["loss curve"].value
     made = result.asset_materializations_for_node("training_pairs")[0].metadata
     assert made["pairs"].value > 0 and "commentary:mhcc" in made["by origin"].value
+    with psycopg_conn(settings) as conn:
+        assert made["mined from"].value == versions.live_version(conn)
     trained = result.asset_materializations_for_node("reranker")[0].metadata
     assert trained["model"].value.startswith("rerank-minilm-l1-") and "data:image/png;base64," in trained["loss curve"].value
     # Again with nothing changed: the pairs are read back and the model found, not trained again.
@@ -168,23 +170,61 @@ def test_training_pairs_then_reranker_and_adapted_embedder_in_dagster_on_the_liv
     assert again.asset_materializations_for_node("adapted_embedder")[0].metadata["reused"].value is True
 
 
+def test_the_reranker_asset_gates_as_lectio_model_train_does(main_run, settings, tmp_path, monkeypatch):
+    """Materialised in the UI, a reranker ends as `lectio model train` leaves it: gated, and the live
+    version's searches read it only where the gate let it in (here on the fixture set alone, which
+    the gate's dev part of every project set would take minutes to score on)."""
+    from dagster import FilesystemIOManager, materialize
+
+    from lectio.training import workflow
+    from lectio.training.gate import RERANKER
+    from pipelines.definitions import build_definitions
+
+    sets = tmp_path / "sets"
+    sets.mkdir()
+    (sets / "migration.jsonl").write_text(
+        (Path(__file__).parents[2] / "fixtures" / "queries" / "migration.jsonl").read_text())
+    monkeypatch.setattr(workflow, "GATE_QUERY_SETS", sets)
+    defs = build_definitions(settings.sources_file)
+    names = ["training_pairs", "reranker"]
+    chosen = [a for a in defs.assets if a.key.path[0] in names]
+    resources = dict(defs.resources) | {"io_manager": FilesystemIOManager(base_dir=str(tmp_path / "io"))}
+    with psycopg_conn(settings) as conn:
+        try:
+            result = materialize(chosen, resources=resources, selection=names,
+                                 run_config={"ops": {"reranker": {"config": {"steps": 2, "layers": 1}}}})
+            assert result.success
+            made = result.asset_materializations_for_node("reranker")[0].metadata
+            decision = made["gate"].value.split(":")[0]
+            assert decision in ("switch", "refuse")
+            chosen_now = versions.get_version(conn, None).rankers.get(RERANKER.setting)
+            assert chosen_now == (made["model"].value if decision == "switch" else None)
+            assert made["searched with"].value == (chosen_now or "none")
+            assert versions.get_version(conn, None).metrics[RERANKER.verdict_key]["candidate"] == made["model"].value
+        finally:
+            versions.choose_ranker(conn, versions.live_version(conn), RERANKER.setting, None)
+
+
 def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_run, settings, corpus):
     from lectio.evaluation.querysets import load_queries
-    from lectio.reranker.model import ACTIVE, active, models_dir
-    from lectio.training.gate import gate
+    from lectio.training.gate import RERANKER, gate
 
     _, _, made = corpus
     record = trainer.train(made, settings.home, TINY)
     sets = {"migration": load_queries(Path(__file__).parents[2] / "fixtures" / "queries" / "migration.jsonl")}
     lenient = {"recall@20": 1.0}
     query = "do not worry about anything but pray with thanksgiving"
-    try:
-        with psycopg_conn(settings) as conn:
-            assert active(settings.home) is None
+
+    def active():
+        return versions.get_version(conn, None).rankers.get(RERANKER.setting)
+
+    with psycopg_conn(settings) as conn:
+        try:
+            assert active() is None
             # A tiny model on a tiny set cannot show a gain beyond noise: the rule is asked for
             # below, once the switch itself is seen.
             on = gate(conn, settings.home, record["id"], sets, tolerances=lenient, require_gain=False)
-            assert on.decision == "switch" and active(settings.home) == record["id"]
+            assert on.decision == "switch" and active() == record["id"]
             assert set(on.metrics["migration"]) >= {"recall@20", "mrr"}
             assert "reranker_gate" in versions.get_version(conn, None).metrics
             # The default search now reads that reranker: the same page as naming it.
@@ -194,15 +234,15 @@ def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_
             assert [r.chunk_id for r in by_default.results] == [r.chunk_id for r in named.results]
             assert gate(conn, settings.home, record["id"], sets).decision == "unchanged"
             off = gate(conn, settings.home, None, sets, tolerances=lenient)
-            assert off.decision == "switch" and active(settings.home) is None
+            assert off.decision == "switch" and active() is None
             # Turning one on asks for a gain beyond noise; without one it is refused and stays off.
             refused = gate(conn, settings.home, record["id"], sets, tolerances=lenient)
             interval = refused.metrics["migration"]["recall@20"]["ci95"]
             if not interval or interval[0] <= 0:
                 assert refused.decision == "refuse" and "gained beyond noise" in refused.reason
-                assert active(settings.home) is None
-    finally:
-        (models_dir(settings.home) / ACTIVE).unlink(missing_ok=True)
+                assert active() is None
+        finally:
+            versions.choose_ranker(conn, versions.live_version(conn), RERANKER.setting, None)
 
 
 def test_lectio_model_train_from_the_cli_and_what_show_lists(main_run, capsys):

@@ -1,6 +1,7 @@
 """The rerank stage's place and its fusion with the fused order: first of the hybrid's stages
 after the learned ranker (which reads what each retriever said of the fused order),
-reading the home's gated reranker by default (none: it reads and changes nothing), and a hit both
+reading the reranker gated onto the searched version by default (none: it reads and changes
+nothing), and a hit both
 orders put first stays first."""
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ def names(config: SearchConfig) -> list[str]:
     return [type(stage).__name__ for stage in stages.build(config)]
 
 
-def test_the_reranker_runs_first_in_hybrids_only_and_reads_no_deeper_without_a_model(tmp_path, monkeypatch):
-    monkeypatch.setenv("LECTIO_HOME", str(tmp_path))  # a home whose gate let no reranker in
-    default = stages.build(SearchConfig())
-    assert names(SearchConfig())[:2] == ["LearnedRank", "Rerank"] and default[1].model == "active"
+def test_the_reranker_runs_first_in_hybrids_only_and_reads_no_deeper_without_a_model():
+    assert SearchConfig().stages.rerank.model == "active"
+    assert SearchConfig().as_chosen_by({"stages.rerank.model": "m"}).stages.rerank.model == "m"
+    assert names(SearchConfig())[:2] == ["LearnedRank", "Rerank"]
+    default = stages.build(SearchConfig().as_chosen_by({}))  # a version the gate let no model into
+    assert not {"LearnedRank", "Rerank"} & {type(stage).__name__ for stage in default}
     assert stages.pool_depth(default, 5) == 20  # what the long-passage stages read (k * 4), not the reranker's 20
-    assert stages.pool_depth(stages.build(SearchConfig.from_options(["stages.rerank.depth=50"])), 5) == 20
+    deeper = SearchConfig.from_options(["stages.rerank.depth=50"]).as_chosen_by({})
+    assert stages.pool_depth(stages.build(deeper), 5) == 20
     assert "Rerank" not in names(SearchConfig.from_options(["stages.rerank.model="]))
     on = SearchConfig.from_options(["stages.rerank.model=latest", "stages.rerank.depth=30"])
     assert names(on) == names(SearchConfig())
