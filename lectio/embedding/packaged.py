@@ -68,12 +68,16 @@ def known(name: str) -> bool:
     return name in PACKAGED_MODELS or is_adapted(name)
 
 
+# The adapted models' folder under the home's models/, where their registry lists them too.
+ADAPTED_FOLDER = "embedders"
+
+
 def adapted_dir(home: Path | None = None) -> Path:
     if home is None:
         from lectio.settings import load_settings
 
         home = load_settings().home
-    return home / "models" / "embedders"
+    return home / "models" / ADAPTED_FOLDER
 
 
 @lru_cache(maxsize=None)

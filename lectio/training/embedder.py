@@ -27,11 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from lectio.embedding import numerics
-from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, adapted_dir, model_path, release_of
+from lectio.embedding.packaged import ADAPTED_FOLDER, MAX_SEQ_TOKENS, MODEL_NAME, model_path, release_of
+from lectio.registry.models import Registry
 from lectio.training.loop import Schedule, fit, store_model
 from lectio.training.pairs import Pair, fingerprint
 
 RECORD = "embedder.json"
+# Listed and found as the trained rerankers and rankers are; which one the home embeds with is the
+# live version's model (lectio.embedding.packaged.home_choice), never this registry's.
+REGISTRY = Registry(ADAPTED_FOLDER, RECORD, "embedder", "lectio model adapt", made="adapted")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
     store it in `home` (a sentence-transformers folder and the record, embedder.json) and return
     the record. A model of the same id already there is reused: it is what this would make."""
     ident = model_id(fingerprint(pairs), recipe, precision)
-    folder = adapted_dir(home) / ident
+    folder = REGISTRY.models_dir(home) / ident
     if (folder / RECORD).is_file():
         return json.loads((folder / RECORD).read_text()) | {"reused": True}
     train_split = [p for p in pairs if p.split == "train"]
@@ -176,26 +180,10 @@ def validate(model, pairs: list[Pair], recipe: Recipe, precision: str, batch: in
 
 def trained(home: Path) -> list[dict]:
     """The records of the embedders adapted in `home`, newest first."""
-    folder = adapted_dir(home)
-    records = [json.loads(path.read_text()) for path in folder.glob(f"*/{RECORD}")] if folder.is_dir() else []
-    return sorted(records, key=lambda r: r.get("trained_at", ""), reverse=True)
+    return REGISTRY.trained(home)
 
 
 def chosen(home: Path, name: str) -> str:
     """The model a migration names: "base" (the packaged model), "latest" or an adapted embedder's
     id; a ValueError naming what there is otherwise."""
-    return MODEL_NAME if name == "base" else find(home, name)
-
-
-def find(home: Path, model_id: str) -> str:
-    """The id of an adapted embedder of `home` ("latest": the newest); a ValueError naming what
-    there is otherwise."""
-    records = trained(home)
-    if model_id == "latest":
-        if not records:
-            raise ValueError(f"no embedder has been adapted in {home} (lectio model adapt)")
-        return records[0]["id"]
-    if model_id not in {r["id"] for r in records}:
-        known = ", ".join(r["id"] for r in records) or "none"
-        raise ValueError(f"no adapted embedder {model_id!r} in {home} (adapted: {known})")
-    return model_id
+    return MODEL_NAME if name == "base" else REGISTRY.find(home, name).name
