@@ -1,5 +1,5 @@
 """The models lectio embeds with, where their weights are, and their shape: the packaged ones, and
-the ones a home adapted to its corpus from them (lectio.training.embedder).
+the ones a home adapted to its corpus from them (lectio.training.embedder.adaptation).
 
 An adapted model is named `<base>-adapted-<fingerprint>`, and its weights are a sentence-transformers
 folder under the home (models/embedders/<name>/); it has its base's shape, tokenizer and runtimes,

@@ -2,7 +2,8 @@
 drawn through the train split epoch by epoch, AdamW with a linear warm-up and decay, gradients
 clipped, the loss curve averaged over every ten steps, and the validation scored every
 `eval_every` steps, the best-scoring state kept and restored at the end, so a run that starts to
-overfit ends with the model it had at its best."""
+overfit ends with the model it had at its best. Also what both make of a run: the model stored
+whole, and the plot of its loss curve."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lectio.embedding import numerics
@@ -25,6 +26,12 @@ class Schedule:
     eval_every: int
     seed: int
     score_untrained: bool = False  # score the model before its first step too, as the first check
+
+
+def with_steps(recipe, steps: int):
+    """A learner's recipe (a dataclass with `steps` and `eval_every`) cut to `steps`, validated at
+    least once."""
+    return replace(recipe, steps=steps, eval_every=min(recipe.eval_every, steps))
 
 
 def fit(model, items: Sequence, schedule: Schedule, precision: str,
@@ -85,3 +92,31 @@ def store_model(folder: Path, save: Callable[[Path], None], record_name: str, re
     save(work)
     (work / record_name).write_text(json.dumps(record, indent=2) + "\n")
     work.rename(folder)
+
+
+def loss_curve_png(record: dict) -> bytes:
+    """The training loss by step, and the validation MRR where it was scored: the plot a reader
+    checks for a run that did not learn or began to overfit."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, loss_axis = plt.subplots(figsize=(7, 3.2))
+    curve = record.get("loss_curve") or []
+    loss_axis.plot([c["step"] for c in curve], [c["loss"] for c in curve], color="#4a6fa5", label="training loss")
+    loss_axis.set_xlabel("step", fontsize=8)
+    loss_axis.set_ylabel("loss", fontsize=8)
+    checks = record.get("validation") or []
+    if checks:
+        mrr_axis = loss_axis.twinx()
+        mrr_axis.plot([c["step"] for c in checks], [c["mrr"] for c in checks], "o-", color="#b33",
+                      label="validation MRR")
+        mrr_axis.set_ylabel("validation MRR", fontsize=8)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=90)
+    plt.close(fig)
+    return out.getvalue()

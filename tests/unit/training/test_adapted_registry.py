@@ -6,7 +6,7 @@ import json
 import pytest
 
 from lectio.embedding.packaged import MODEL_NAME, adapted_dir
-from lectio.training.embedder import RECORD, REGISTRY, chosen, trained
+from lectio.training.embedder.registry import RECORD, REGISTRY, chosen, trained
 
 ADAPTED = f"{MODEL_NAME}-adapted-0123456789ab"
 

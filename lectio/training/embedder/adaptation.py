@@ -27,15 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from lectio.embedding import numerics
-from lectio.embedding.packaged import ADAPTED_FOLDER, MAX_SEQ_TOKENS, MODEL_NAME, model_path, release_of
-from lectio.registry.models import Registry
+from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, model_path, release_of
+from lectio.training.embedder.registry import RECORD, REGISTRY
 from lectio.training.loop import Schedule, fit, store_model
 from lectio.training.pairs import Pair, fingerprint
-
-RECORD = "embedder.json"
-# Listed and found as the trained rerankers and rankers are; which one the home embeds with is the
-# live version's model (lectio.embedding.packaged.home_choice), never this registry's.
-REGISTRY = Registry(ADAPTED_FOLDER, RECORD, "embedder", "lectio model adapt", made="adapted")
 
 
 @dataclass(frozen=True)
@@ -176,14 +171,3 @@ def validate(model, pairs: list[Pair], recipe: Recipe, precision: str, batch: in
     ranks = 1 + (scores > own[:, None]).sum(axis=1)
     return {"mrr": round(float(np.mean(1 / ranks)), 4), "recall@10": round(float(np.mean(ranks <= 10)), 4),
             "queries": len(pairs), "passages": len(pool)}
-
-
-def trained(home: Path) -> list[dict]:
-    """The records of the embedders adapted in `home`, newest first."""
-    return REGISTRY.trained(home)
-
-
-def chosen(home: Path, name: str) -> str:
-    """The model a migration names: "base" (the packaged model), "latest" or an adapted embedder's
-    id; a ValueError naming what there is otherwise."""
-    return MODEL_NAME if name == "base" else REGISTRY.find(home, name).name

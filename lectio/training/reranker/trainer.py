@@ -1,4 +1,4 @@
-"""Training a reranker (lectio.reranker.model) on the training pairs.
+"""Training the reranker (lectio.reranker.model) on the training pairs.
 
 Each step shows the model a few queries, each with its positive and its hard negatives, and asks
 it to put the positive first among them (a softmax over the group, cross-entropy on the positive).
@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -133,35 +133,3 @@ def untrained(recipe: Recipe):
 
     torch.manual_seed(recipe.seed)
     return _base(recipe.layers)
-
-
-def with_steps(recipe: Recipe, steps: int) -> Recipe:
-    return replace(recipe, steps=steps, eval_every=min(recipe.eval_every, steps))
-
-
-def loss_curve_png(record: dict) -> bytes:
-    """The training loss by step, and the validation MRR where it was scored: the plot a reader
-    checks for a run that did not learn or began to overfit."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, loss_axis = plt.subplots(figsize=(7, 3.2))
-    curve = record.get("loss_curve") or []
-    loss_axis.plot([c["step"] for c in curve], [c["loss"] for c in curve], color="#4a6fa5", label="training loss")
-    loss_axis.set_xlabel("step", fontsize=8)
-    loss_axis.set_ylabel("loss", fontsize=8)
-    checks = record.get("validation") or []
-    if checks:
-        mrr_axis = loss_axis.twinx()
-        mrr_axis.plot([c["step"] for c in checks], [c["mrr"] for c in checks], "o-", color="#b33",
-                      label="validation MRR")
-        mrr_axis.set_ylabel("validation MRR", fontsize=8)
-    fig.tight_layout()
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=90)
-    plt.close(fig)
-    return out.getvalue()
