@@ -12,7 +12,8 @@ import base64
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from lectio.index import versions
-from lectio.training import trainer, workflow
+from lectio.training import workflow
+from lectio.training.loop import loss_curve_png
 from lectio.training.pairs import summary
 from assets.names import EMBED_POOL
 from assets.outcomes import refuse
@@ -51,7 +52,7 @@ def _refuse_incidental_training(context: AssetExecutionContext, name: str) -> No
 
 
 class TrainingConfig(Config):
-    # Left at None: the recipe's own (lectio.training.trainer.Recipe); fewer steps for a quick try.
+    # Left at None: the recipe's own (lectio.training.reranker.trainer.Recipe); fewer steps for a quick try.
     steps: int | None = None
     layers: int | None = None
     # As `lectio model train`: the trained reranker goes through the gate, which lets it into the
@@ -61,7 +62,7 @@ class TrainingConfig(Config):
 
 
 class AdaptConfig(Config):
-    # Left at None: the recipe's own (lectio.training.embedder.Recipe); fewer steps for a quick try.
+    # Left at None: the recipe's own (lectio.training.embedder.adaptation.Recipe); fewer steps for a quick try.
     steps: int | None = None
 
 
@@ -97,7 +98,7 @@ def reranker(context: AssetExecutionContext, config: TrainingConfig, database: D
                             lambda step, total, loss: step % 50 == 0 and context.log.info(
                                 f"step {step}/{total}: loss {loss:.3f}"))
     best = record.get("best") or {}
-    png = base64.b64encode(trainer.loss_curve_png(record)).decode()
+    png = base64.b64encode(loss_curve_png(record)).decode()
     metadata = {
         "model": record["id"], "reused": bool(record.get("reused")), "pairs fingerprint": record["pairs"],
         "validation mrr": float(best.get("mrr", 0.0)), "validation accuracy": float(best.get("accuracy", 0.0)),
@@ -128,7 +129,7 @@ def adapted_embedder(context: AssetExecutionContext, config: AdaptConfig, databa
                             lambda step, total, loss: step % 50 == 0 and context.log.info(
                                 f"step {step}/{total}: loss {loss:.3f}"))
     best, untrained = record.get("best") or {}, record.get("untrained") or {}
-    png = base64.b64encode(trainer.loss_curve_png(record)).decode()
+    png = base64.b64encode(loss_curve_png(record)).decode()
     context.add_output_metadata({
         "model": record["id"], "reused": bool(record.get("reused")), "pairs fingerprint": record["pairs"],
         "validation mrr": float(best.get("mrr", 0.0)), "validation mrr untrained": float(untrained.get("mrr", 0.0)),

@@ -132,7 +132,7 @@ def trained_rankers(chosen: dict[str, str]) -> list[dict]:
     from lectio.ranker.model import REGISTRY
     from lectio.settings import load_settings
 
-    from lectio.training.gate import RANKER
+    from lectio.training.ranker.gate import RANKER
 
     active = chosen.get(RANKER.setting)
     return [record | {"active": record.get("id") == active} for record in REGISTRY.trained(load_settings().home)]
@@ -154,7 +154,8 @@ def _chosen_in_the_home(chosen: dict[str, str]) -> list[str]:
     """A line for each model a home's file still names from before the choice moved onto the
     index versions, where the live version reads another: nothing searches with it until gated."""
     from lectio.settings import load_settings
-    from lectio.training.gate import RANKER, RERANKER
+    from lectio.training.ranker.gate import RANKER
+    from lectio.training.reranker.gate import RERANKER
 
     home, lines = load_settings().home, []
     for registry, setting in ((wing.registry, wing.setting) for wing in (RERANKER, RANKER)):
@@ -179,7 +180,7 @@ def describe_rankers(records: list[dict]) -> str:
 
 def adapted_embedders() -> list[dict]:
     from lectio.settings import load_settings
-    from lectio.training.embedder import trained
+    from lectio.training.embedder.registry import trained
 
     return trained(load_settings().home)
 
@@ -260,8 +261,8 @@ def rank_command(args) -> int:
     from lectio.index.database import ensure_database
     from lectio.retrieval import setting_problem
     from lectio.settings import load_settings
-    from lectio.training import ranker
     from lectio.training.guard import QUERY_SETS
+    from lectio.training.ranker import trainer
 
     if args.part != "dev":
         raise ValueError("rank learns from the dev parts only: the test parts are what report it")
@@ -270,17 +271,17 @@ def rank_command(args) -> int:
         raise ValueError(problem)
     settings = load_settings()
     sets = load_query_sets(args.queries or [path for path in sorted(QUERY_SETS.glob("*.jsonl"))
-                                             if path.stem not in ranker.NOT_LEARNED_FROM])
+                                             if path.stem not in trainer.NOT_LEARNED_FROM])
     sets = {name: select_part(queries, "dev")[:args.limit] for name, queries in sets.items()}
     with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
         live = versions.live_version(conn)
         with tqdm(total=sum(map(len, sets.values())), desc="recording the dev queries' pages", unit="query",
                   disable=args.json) as bar:
-            pages = ranker.record(conn, sets, args.depth, progress=bar.update)
+            pages = trainer.record(conn, sets, args.depth, progress=bar.update)
         about = {"query_sets": {name: len(queries) for name, queries in sets.items()}, "part": "dev",
                  "depth": args.depth, "index_version": live}
-        trained = ranker.train(settings.home, pages, about, unseen=_unseen(conn, args))
+        trained = trainer.train(settings.home, pages, about, unseen=_unseen(conn, args))
     if args.no_gate:
         _print(args, trained, describe_ranker(trained) + f"\ngate it: lectio model use {trained['id']}")
         return 0
@@ -296,12 +297,12 @@ def _unseen(conn, args):
     from lectio.evaluation.migration_gate import load_query_sets
     from lectio.evaluation.querysets import select_part
     from lectio.retrieval import SearchConfig
-    from lectio.training import ranker
     from lectio.training.guard import QUERY_SETS
+    from lectio.training.ranker import trainer
 
     if args.queries:
         return None
-    sets = load_query_sets([QUERY_SETS / f"{name}.jsonl" for name in ranker.NOT_LEARNED_FROM])
+    sets = load_query_sets([QUERY_SETS / f"{name}.jsonl" for name in trainer.NOT_LEARNED_FROM])
     sets = {name: select_part(queries, "dev")[:args.limit] for name, queries in sets.items()}
 
     def scored(model_id: str) -> tuple[dict, dict]:
@@ -328,7 +329,7 @@ def use_command(args, before: dict | None = None, said: str = "") -> int:
     from lectio.index.database import ensure_database
     from lectio.settings import load_settings
     from lectio.training import workflow
-    from lectio.training.gate import gate_ranker
+    from lectio.training.ranker.gate import gate_ranker
 
     if not args.reranker:
         raise ValueError("use needs a reranker: a trained id (lectio model show), 'latest' or 'none'")

@@ -86,7 +86,7 @@ def _embedding_with(name: str | None):
     """The candidate of this migration embeds with `name` (None: the home's model): the setting
     every step of the build reads, for the migration's length only."""
     from lectio.embedding.packaged import bounded_name
-    from lectio.training.embedder import chosen
+    from lectio.training.embedder.registry import chosen
 
     if name is None:
         yield

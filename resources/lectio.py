@@ -82,7 +82,7 @@ class EmbedderResource(ConfigurableResource):
         """This resource embedding with `name` ("base", "latest" or an adapted embedder's id), a
         copy; itself where `name` is None. A ValueError where the home has no such model."""
         from lectio.settings import runtime_settings
-        from lectio.training.embedder import chosen
+        from lectio.training.embedder.registry import chosen
 
         if not name:
             return self

@@ -1,5 +1,5 @@
 """The models lectio embeds with, where their weights are, and their shape: the packaged ones, and
-the ones a home adapted to its corpus from them (lectio.training.embedder).
+the ones a home adapted to its corpus from them (lectio.training.embedder.adaptation).
 
 An adapted model is named `<base>-adapted-<fingerprint>`, and its weights are a sentence-transformers
 folder under the home (models/embedders/<name>/); it has its base's shape, tokenizer and runtimes,
@@ -68,12 +68,16 @@ def known(name: str) -> bool:
     return name in PACKAGED_MODELS or is_adapted(name)
 
 
+# The adapted models' folder under the home's models/, where their registry lists them too.
+ADAPTED_FOLDER = "embedders"
+
+
 def adapted_dir(home: Path | None = None) -> Path:
     if home is None:
         from lectio.settings import load_settings
 
         home = load_settings().home
-    return home / "models" / "embedders"
+    return home / "models" / ADAPTED_FOLDER
 
 
 @lru_cache(maxsize=None)

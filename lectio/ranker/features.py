@@ -78,7 +78,7 @@ def _row(query: QueryFacts, position: int, hit: HitFacts, best_cosine: float) ->
     ]
 
 
-# Where a search is being recorded for training (lectio.training.ranker), the ranking stage adds
+# Where a search is being recorded for training (lectio.training.ranker.trainer), the ranking stage adds
 # each page's features and hits here; None otherwise.
 _RECORDING: ContextVar[list | None] = ContextVar("lectio_ranker_recording", default=None)
 

@@ -3,7 +3,7 @@ how well the text answers it, where the embedding model compares two vectors mad
 
 It starts from the packaged all-MiniLM-L6-v2 weights, keeps the first `layers` of its six (each
 layer costs query time; see benchmarks/rerank.py), and adds one linear head on the mean of
-the tokens' last states (lectio.training.trainer trains it). The mean, not the first token: MiniLM
+the tokens' last states (lectio.training.reranker.trainer trains it). The mean, not the first token: MiniLM
 was trained to pool by the mean, and its first token's state barely differs between texts, so a
 head on it starts blind and learns slowly. A trained model lives in the home under
 models/rerankers/<id>/, with the record of what made it (reranker.json); its id names its base,

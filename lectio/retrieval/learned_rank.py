@@ -30,9 +30,9 @@ from lectio.settings import runtime_settings
 @dataclass(frozen=True)
 class LearnedRankSettings:
     """`model` names a ranker trained in the home (`lectio model rank`; "latest" for the newest),
-    "active" for the one the gate let into the searched version (lectio.training.gate), "" for
+    "active" for the one the gate let into the searched version (lectio.training.ranker.gate), "" for
     none. It orders the first `depth` fused hits again. `record` computes their features for a
-    training run to read, and orders nothing (lectio.training.ranker). The trees' order is fused
+    training run to read, and orders nothing (lectio.training.ranker.trainer). The trees' order is fused
     with the fused order's (reciprocal ranks, the trees weighing `weight` against its 1), as the
     reranker's is."""
 

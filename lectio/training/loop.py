@@ -2,7 +2,8 @@
 drawn through the train split epoch by epoch, AdamW with a linear warm-up and decay, gradients
 clipped, the loss curve averaged over every ten steps, and the validation scored every
 `eval_every` steps, the best-scoring state kept and restored at the end, so a run that starts to
-overfit ends with the model it had at its best."""
+overfit ends with the model it had at its best. Also what both make of a run: the skeleton around
+the loop (reuse, splits, record), the model stored whole, and the plot of its loss curve."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from datetime import datetime, timezone
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lectio.embedding import numerics
+
+# What a learner's `learn(train split, validation)` gives back: what writes the model into a folder,
+# the loss curve and the validation checks.
+Learned = tuple[Callable[[Path], None], list[dict], list[dict]]
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,12 @@ class Schedule:
     eval_every: int
     seed: int
     score_untrained: bool = False  # score the model before its first step too, as the first check
+
+
+def with_steps(recipe, steps: int):
+    """A learner's recipe (a dataclass with `steps` and `eval_every`) cut to `steps`, validated at
+    least once."""
+    return replace(recipe, steps=steps, eval_every=min(recipe.eval_every, steps))
 
 
 def fit(model, items: Sequence, schedule: Schedule, precision: str,
@@ -77,6 +89,30 @@ def fit(model, items: Sequence, schedule: Schedule, precision: str,
     return curve, checks
 
 
+def train_once(folder: Path, record_name: str, pairs: Sequence, about: dict, validation_size: int,
+               learn: Callable[[list, list], Learned], untrained: bool = False) -> dict:
+    """The model `folder` holds, trained by `learn` on `pairs`' train split and the first
+    `validation_size` of its validation split unless it is there already (its id, in `about`, says
+    it is what this would make), then stored with its record: `about`, what the run saw and gained
+    (with `untrained`, the score of the model before its first step), and when and where it ran."""
+    if (folder / record_name).is_file():
+        return json.loads((folder / record_name).read_text()) | {"reused": True}
+    train_split = [p for p in pairs if p.split == "train"]
+    validation = [p for p in pairs if p.split == "validation"][:validation_size]
+    if not train_split:
+        raise ValueError("no training pairs in the train split: nothing to train on")
+    started = time.perf_counter()
+    save, curve, checks = learn(train_split, validation)
+    record = {**about, "train_pairs": len(train_split), "validation_pairs": len(validation),
+              "loss_curve": curve, "validation": checks,
+              **({"untrained": checks[0] if checks else None} if untrained else {}),
+              "best": max(checks, key=lambda c: c["mrr"], default=None),
+              "seconds": round(time.perf_counter() - started, 1), "cpu": numerics.cpu_model(),
+              "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    store_model(folder, save, record_name, record)
+    return record
+
+
 def store_model(folder: Path, save: Callable[[Path], None], record_name: str, record: dict) -> None:
     """A trained model (`save` writes it into the folder it is given) and its record, written
     beside, then moved in whole: a half-written model is never found."""
@@ -85,3 +121,31 @@ def store_model(folder: Path, save: Callable[[Path], None], record_name: str, re
     save(work)
     (work / record_name).write_text(json.dumps(record, indent=2) + "\n")
     work.rename(folder)
+
+
+def loss_curve_png(record: dict) -> bytes:
+    """The training loss by step, and the validation MRR where it was scored: the plot a reader
+    checks for a run that did not learn or began to overfit."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, loss_axis = plt.subplots(figsize=(7, 3.2))
+    curve = record.get("loss_curve") or []
+    loss_axis.plot([c["step"] for c in curve], [c["loss"] for c in curve], color="#4a6fa5", label="training loss")
+    loss_axis.set_xlabel("step", fontsize=8)
+    loss_axis.set_ylabel("loss", fontsize=8)
+    checks = record.get("validation") or []
+    if checks:
+        mrr_axis = loss_axis.twinx()
+        mrr_axis.plot([c["step"] for c in checks], [c["mrr"] for c in checks], "o-", color="#b33",
+                      label="validation MRR")
+        mrr_axis.set_ylabel("validation MRR", fontsize=8)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=90)
+    plt.close(fig)
+    return out.getvalue()

@@ -1,6 +1,7 @@
-"""From an index version to a trained reranker: the pairs (made or read back), the training (made
-or found by its id), then the gate that lets it into the live version's searches or not. What
-`lectio model train` and the Dagster assets both run, so both end in the same state."""
+"""From an index version to a trained reranker or adapted embedder: the pairs (made or read back),
+the training (made or found by its id), then, for the reranker, the gate that lets it into the
+live version's searches or not. What `lectio model train`, `lectio model adapt` and the Dagster
+assets all run, so each ends in the same state."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from lectio.embedding.model import Embedder
 from lectio.index import versions
 from lectio.reranker.model import precision
 from lectio.sources import load_sources
-from lectio.training import embedder, store, trainer
+from lectio.training import store
+from lectio.training.embedder import adaptation
+from lectio.training.loop import with_steps
 from lectio.training.pairs import Pair
+from lectio.training.reranker import trainer
 from lectio.training.guard import QUERY_SETS, Guard, evaluation_sources
 
 # The sets a reranker is gated on, each by its dev part: every set the project keeps.
@@ -37,16 +41,21 @@ def pairs_for(conn, home: Path, sources_file: Path, version: str | None = None):
 
 
 def recipe(steps: int | None = None, layers: int | None = None) -> trainer.Recipe:
-    chosen = trainer.Recipe()
-    if steps is not None:
-        if steps < 1:
-            raise ValueError(f"--steps must be at least 1, not {steps}")
-        chosen = trainer.with_steps(chosen, steps)
+    chosen = _steps(trainer.Recipe(), steps)
     if layers is not None:
         if not 1 <= layers <= 6:
             raise ValueError(f"--layers must be between 1 and 6 (MiniLM has six), not {layers}")
         chosen = replace(chosen, layers=layers)
     return chosen
+
+
+def _steps(chosen, steps: int | None):
+    """A learner's recipe cut to the `--steps` asked for, where one was."""
+    if steps is None:
+        return chosen
+    if steps < 1:
+        raise ValueError(f"--steps must be at least 1, not {steps}")
+    return with_steps(chosen, steps)
 
 
 def train(made: list[Pair], home: Path, chosen: trainer.Recipe,
@@ -67,28 +76,23 @@ def gate_sets(paths: Sequence[str | Path] | None = None, part: str = "dev") -> d
 def gate_reranker(conn, home: Path, model_id: str | None, sets: dict | None = None, force: bool = False):
     """Let `model_id` (None: none) into the live version's searches, or refuse, as the gate decides
     on `sets` (gate_sets() by default)."""
-    from lectio.training.gate import gate
+    from lectio.training.reranker.gate import gate
 
     return gate(conn, home, model_id, gate_sets() if sets is None else sets, force=force)
 
 
-def adapt_recipe(steps: int | None = None) -> embedder.Recipe:
-    chosen = embedder.Recipe()
-    if steps is not None:
-        if steps < 1:
-            raise ValueError(f"--steps must be at least 1, not {steps}")
-        chosen = replace(chosen, steps=steps, eval_every=min(chosen.eval_every, steps))
-    return chosen
+def adapt_recipe(steps: int | None = None) -> adaptation.Recipe:
+    return _steps(adaptation.Recipe(), steps)
 
 
-def adapt(made: list[Pair], home: Path, chosen: embedder.Recipe,
+def adapt(made: list[Pair], home: Path, chosen: adaptation.Recipe,
           progress: Callable[[int, int, float], None] | None = None) -> dict:
     """The embedder adapted on `made` (trained, or found by its id), exported to ONNX and checked
     against its torch weights where ONNX Runtime is installed, as the packaged model is."""
     from lectio.embedding import onnx_runtime
     from lectio.embedding.packaged import ADAPTED_RELEASE
 
-    record = embedder.train(made, home, chosen, precision(home), progress)
+    record = adaptation.train(made, home, chosen, precision(home), progress)
     if onnx_runtime.available():
         onnx_runtime.ensure_export(record["id"], ADAPTED_RELEASE, "fp32", home)
     return record

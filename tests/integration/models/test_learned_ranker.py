@@ -15,7 +15,7 @@ from lectio.ranker import features, model
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval.filters import Filters
 from lectio.retrieval import SearchRequest, search
-from lectio.training import ranker
+from lectio.training.ranker import trainer
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -49,7 +49,7 @@ def version(index_of):
 @pytest.fixture(scope="module")
 def pages(version, database):
     with database.connect() as conn:
-        return ranker.record(conn, {"readers": QUERIES}, depth=30, version=version)
+        return trainer.record(conn, {"readers": QUERIES}, depth=30, version=version)
 
 
 def test_a_recorded_page_is_what_the_caller_may_read_with_a_row_of_features_per_hit(pages):
@@ -70,8 +70,8 @@ def test_a_recorded_page_is_what_the_caller_may_read_with_a_row_of_features_per_
 
 
 def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, version, database, settings, monkeypatch):
-    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
-    again = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    record = trainer.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    again = trainer.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     assert record["id"] == again["id"] and record["id"].startswith("trees-")  # seeded: the same trees
     judged = record["cross_validated"]
     assert judged["decision"] in ("switch", "refuse") and set(judged["metrics"]["readers"]) >= {"n", "recall@20", "mrr"}
@@ -79,8 +79,8 @@ def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, versi
     # Only the ranker moves hits, and the trees weigh a hundred times the fused order: the page is
     # the first ten of the trees' order of the fused head (the fusion of the two orders gives way to
     # the trees' at that weight wherever a rank among the first ten is at stake).
-    monkeypatch.setitem(ranker.PARAMS, "min_data_in_leaf", 5)  # eight queries' hits: leaves of a hundred never split
-    deep = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
+    monkeypatch.setitem(trainer.PARAMS, "min_data_in_leaf", 5)  # eight queries' hits: leaves of a hundred never split
+    deep = trainer.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
     on = SearchConfig.from_options([f"stages.learned_rank.model={deep['id']}", "stages.learned_rank.depth=30",
                                     "stages.learned_rank.weight=100"],
                                    query_share_weight=0, collapse_covered=False, per_source=None,
@@ -100,7 +100,7 @@ def test_trained_trees_are_stored_by_fingerprint_and_order_a_search(pages, versi
 
 
 def test_a_ranker_on_other_features_or_none_by_that_name_is_refused(pages, version, database, settings):
-    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=3)
+    record = trainer.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=3)
     folder = model.find(settings.home, record["id"])
     stored = json.loads((folder / model.RECORD).read_text())
     (folder / model.RECORD).write_text(json.dumps({**stored, "features": stored["features"][:-1]}))
@@ -115,10 +115,10 @@ def test_a_ranker_on_other_features_or_none_by_that_name_is_refused(pages, versi
 
 def test_the_gate_lets_a_ranker_into_the_homes_searches_by_its_out_of_fold_verdict(pages, main_run, database, settings):
     from lectio.index import versions
-    from lectio.training.gate import RANKER, gate_ranker
+    from lectio.training.ranker.gate import RANKER, gate_ranker
     from cli.model import describe_rankers, trained_rankers
 
-    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
+    record = trainer.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5)
     query = "do not worry about anything but pray with thanksgiving"
 
     def chosen() -> dict:
@@ -157,13 +157,13 @@ def test_a_version_is_searched_with_the_ranker_its_record_names(main_run, pages,
     judges it as it would be searched; a version keeps its own choice, so a rollback searches as it
     did before."""
     from lectio.index import versions
-    from lectio.training.gate import RANKER, gate_ranker
+    from lectio.training.ranker.gate import RANKER, gate_ranker
 
     # Built after the session's main run, which applies the session's sources file (no alice-notes
     # in it: the module's own version is revoked by it).
     version, _ = index_of(SOURCES, ["web", "mhcc"])
-    monkeypatch.setitem(ranker.PARAMS, "min_data_in_leaf", 5)  # trees that move this small index's pages
-    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
+    monkeypatch.setitem(trainer.PARAMS, "min_data_in_leaf", 5)  # trees that move this small index's pages
+    record = trainer.train(settings.home, pages, {"part": "dev"}, folds=1, rounds=20)
     query = QUERIES[1].query
     heavy = SearchConfig().with_settings({"stages.learned_rank.weight": 100})  # the trees' order decides
     plain = heavy.with_settings({RANKER.setting: ""})
@@ -205,7 +205,7 @@ def test_the_verdict_also_hears_the_sets_it_did_not_learn_from(pages, version, d
             return tuple({"unseen": evaluate_index(conn, unseen_set, version=version, config=SearchConfig().with_settings(
                 {"stages.learned_rank.model": model}))} for model in ("", model_id))
 
-    record = ranker.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5, unseen=unseen)
+    record = trainer.train(settings.home, pages, {"part": "dev"}, folds=2, rounds=5, unseen=unseen)
     assert asked == [record["id"]]
     assert set(record["cross_validated"]["metrics"]) == {"readers", "unseen"}
     stored = json.loads((model.find(settings.home, record["id"]) / model.RECORD).read_text())

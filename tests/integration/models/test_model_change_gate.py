@@ -20,7 +20,7 @@ from assets.names import AWAITS_GATE_TAG, GATE_JOB, INDEX_JOB, INGEST_JOB, MODEL
 from lectio.embedding.packaged import ACTIVE, MODEL_NAME, adapted_dir, home_choice, model_path
 from lectio.evaluation.migration_gate import MODEL_TOLERANCES
 from lectio.index import versions
-from lectio.training.embedder import RECORD
+from lectio.training.embedder.registry import RECORD
 from pipelines.batches import index_cursor
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env

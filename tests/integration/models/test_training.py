@@ -16,8 +16,9 @@ from lectio.index import versions
 from lectio.reranker.model import CrossEncoder, find
 from lectio.retrieval.config import SearchConfig
 from lectio.retrieval import SearchRequest, search
-from lectio.training import pairs, trainer
+from lectio.training import pairs
 from lectio.training.guard import QUERY_SETS, Guard
+from lectio.training.reranker import trainer
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -177,7 +178,7 @@ def test_the_reranker_asset_gates_as_lectio_model_train_does(main_run, settings,
     from dagster import FilesystemIOManager, materialize
 
     from lectio.training import workflow
-    from lectio.training.gate import RERANKER
+    from lectio.training.reranker.gate import RERANKER
     from pipelines.definitions import build_definitions
 
     sets = tmp_path / "sets"
@@ -207,7 +208,7 @@ def test_the_reranker_asset_gates_as_lectio_model_train_does(main_run, settings,
 
 def test_the_gate_turns_a_reranker_on_for_the_homes_searches_and_off_again(main_run, settings, corpus):
     from lectio.evaluation.querysets import load_queries
-    from lectio.training.gate import RERANKER, gate
+    from lectio.training.reranker.gate import RERANKER, gate
 
     _, _, made = corpus
     record = trainer.train(made, settings.home, TINY)

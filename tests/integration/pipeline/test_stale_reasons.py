@@ -16,7 +16,7 @@ from dagster import DagsterEventType, DagsterInstance
 from assets.index import SOURCES_CHECK
 from assets.names import INDEX_JOB, INGEST_JOB, MODEL_TAG
 from lectio.embedding.packaged import MODEL_NAME, adapted_dir, model_path
-from lectio.training.embedder import RECORD
+from lectio.training.embedder.registry import RECORD
 from pipelines.definitions import build_definitions
 from pipelines.home import prepare_dagster_env
 

@@ -14,7 +14,7 @@ CALLERS = ("lectio", "pipelines", "assets", "resources", "cli")
 ALLOWED = {
     # The learned ranker's out-of-fold verdict blends the trees' order with the fused order exactly
     # as the ranking stage does.
-    ("lectio/training/ranker.py", "lectio.retrieval.learned_rank"),
+    ("lectio/training/ranker/trainer.py", "lectio.retrieval.learned_rank"),
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lectio.training.embedder import false_negatives
+from lectio.training.embedder.adaptation import false_negatives
 from lectio.training.pairs import Pair
 
 

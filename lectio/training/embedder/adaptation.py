@@ -18,20 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 from lectio.embedding import numerics
-from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, adapted_dir, model_path, release_of
-from lectio.training.loop import Schedule, fit, store_model
+from lectio.embedding.packaged import MAX_SEQ_TOKENS, MODEL_NAME, model_path, release_of
+from lectio.training.embedder.registry import RECORD, REGISTRY
+from lectio.training.loop import Learned, Schedule, fit, train_once
 from lectio.training.pairs import Pair, fingerprint
-
-RECORD = "embedder.json"
 
 
 @dataclass(frozen=True)
@@ -61,24 +58,11 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
     store it in `home` (a sentence-transformers folder and the record, embedder.json) and return
     the record. A model of the same id already there is reused: it is what this would make."""
     ident = model_id(fingerprint(pairs), recipe, precision)
-    folder = adapted_dir(home) / ident
-    if (folder / RECORD).is_file():
-        return json.loads((folder / RECORD).read_text()) | {"reused": True}
-    train_split = [p for p in pairs if p.split == "train"]
-    validation = [p for p in pairs if p.split == "validation"][:recipe.validation_queries]
-    if not train_split:
-        raise ValueError("no training pairs in the train split: nothing to train on")
-    started = time.perf_counter()
-    model, curve, checks = _fit(train_split, validation, recipe, precision, progress)
-    record = {"id": ident, "base": f"{MODEL_NAME}@{release_of(MODEL_NAME)}", "pairs": fingerprint(pairs),
-              "recipe": asdict(recipe), "precision": precision, "seed": recipe.seed,
-              "train_pairs": len(train_split), "validation_pairs": len(validation),
-              "loss_curve": curve, "validation": checks, "untrained": checks[0] if checks else None,
-              "best": max(checks, key=lambda c: c["mrr"], default=None),
-              "seconds": round(time.perf_counter() - started, 1), "cpu": numerics.cpu_model(),
-              "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    store_model(folder, lambda work: model.save(str(work)), RECORD, record)
-    return record
+    about = {"id": ident, "base": f"{MODEL_NAME}@{release_of(MODEL_NAME)}", "pairs": fingerprint(pairs),
+             "recipe": asdict(recipe), "precision": precision, "seed": recipe.seed}
+    return train_once(REGISTRY.models_dir(home) / ident, RECORD, pairs, about, recipe.validation_queries,
+                      lambda train_split, validation: _fit(train_split, validation, recipe, precision, progress),
+                      untrained=True)
 
 
 def base_model():
@@ -94,7 +78,7 @@ def base_model():
     return SentenceTransformer(str(model_path(MODEL_NAME)), device="cpu")
 
 
-def _fit(train_split: list[Pair], validation: list[Pair], recipe: Recipe, precision: str, progress):
+def _fit(train_split: list[Pair], validation: list[Pair], recipe: Recipe, precision: str, progress) -> Learned:
     import torch
 
     torch.manual_seed(recipe.seed)
@@ -105,7 +89,7 @@ def _fit(train_split: list[Pair], validation: list[Pair], recipe: Recipe, precis
                         lambda batch, rng: batch_loss(model, batch, recipe, rng),
                         (lambda: validate(model, validation, recipe, precision)) if validation else None,
                         progress)
-    return model, curve, checks
+    return (lambda work: model.save(str(work))), curve, checks
 
 
 def embed(model, texts: list[str], max_tokens: int, group: int = 16):
@@ -172,30 +156,3 @@ def validate(model, pairs: list[Pair], recipe: Recipe, precision: str, batch: in
     ranks = 1 + (scores > own[:, None]).sum(axis=1)
     return {"mrr": round(float(np.mean(1 / ranks)), 4), "recall@10": round(float(np.mean(ranks <= 10)), 4),
             "queries": len(pairs), "passages": len(pool)}
-
-
-def trained(home: Path) -> list[dict]:
-    """The records of the embedders adapted in `home`, newest first."""
-    folder = adapted_dir(home)
-    records = [json.loads(path.read_text()) for path in folder.glob(f"*/{RECORD}")] if folder.is_dir() else []
-    return sorted(records, key=lambda r: r.get("trained_at", ""), reverse=True)
-
-
-def chosen(home: Path, name: str) -> str:
-    """The model a migration names: "base" (the packaged model), "latest" or an adapted embedder's
-    id; a ValueError naming what there is otherwise."""
-    return MODEL_NAME if name == "base" else find(home, name)
-
-
-def find(home: Path, model_id: str) -> str:
-    """The id of an adapted embedder of `home` ("latest": the newest); a ValueError naming what
-    there is otherwise."""
-    records = trained(home)
-    if model_id == "latest":
-        if not records:
-            raise ValueError(f"no embedder has been adapted in {home} (lectio model adapt)")
-        return records[0]["id"]
-    if model_id not in {r["id"] for r in records}:
-        known = ", ".join(r["id"] for r in records) or "none"
-        raise ValueError(f"no adapted embedder {model_id!r} in {home} (adapted: {known})")
-    return model_id

@@ -1,4 +1,4 @@
-"""Training a reranker (lectio.reranker.model) on the training pairs.
+"""Training the reranker (lectio.reranker.model) on the training pairs.
 
 Each step shows the model a few queries, each with its positive and its hard negatives, and asks
 it to put the positive first among them (a softmax over the group, cross-entropy on the positive).
@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lectio.embedding import numerics
 from lectio.embedding.packaged import MODEL_NAME, model_path, release_of
 from lectio.reranker.model import RECORD, models_dir, quiet_transformers, save, scorer
-from lectio.training.loop import Schedule, fit, store_model
+from lectio.training.loop import Learned, Schedule, fit, train_once
 from lectio.training.pairs import Pair, fingerprint
 
 
@@ -51,26 +49,13 @@ def train(pairs: list[Pair], home: Path, recipe: Recipe = Recipe(), precision: s
     reused: it is what this training would make."""
     pairs_fp = fingerprint(pairs)
     ident = model_id(pairs_fp, recipe, precision)
-    folder = models_dir(home) / ident
-    if (folder / RECORD).is_file():
-        return json.loads((folder / RECORD).read_text()) | {"reused": True}
-    train_split = [p for p in pairs if p.split == "train"]
-    validation = [p for p in pairs if p.split == "validation"][:recipe.validation_groups]
-    if not train_split:
-        raise ValueError("no training pairs in the train split: nothing to train on")
-    started = time.perf_counter()
-    model, tokenizer, curve, checks = _fit(train_split, validation, recipe, precision, progress)
-    record = {"id": ident, "base": f"{MODEL_NAME}@{release_of(MODEL_NAME)}", "pairs": pairs_fp,
-              "recipe": asdict(recipe), "precision": precision, "seed": recipe.seed,
-              "train_pairs": len(train_split), "validation_pairs": len(validation),
-              "loss_curve": curve, "validation": checks, "best": max(checks, key=lambda c: c["mrr"], default=None),
-              "seconds": round(time.perf_counter() - started, 1), "cpu": numerics.cpu_model(),
-              "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    store_model(folder, lambda work: save(model, tokenizer, work), RECORD, record)
-    return record
+    about = {"id": ident, "base": f"{MODEL_NAME}@{release_of(MODEL_NAME)}", "pairs": pairs_fp,
+             "recipe": asdict(recipe), "precision": precision, "seed": recipe.seed}
+    return train_once(models_dir(home) / ident, RECORD, pairs, about, recipe.validation_groups,
+                      lambda train_split, validation: _fit(train_split, validation, recipe, precision, progress))
 
 
-def _fit(train_split, validation, recipe: Recipe, precision: str, progress):
+def _fit(train_split, validation, recipe: Recipe, precision: str, progress) -> Learned:
     model, tokenizer = untrained(recipe)
     schedule = Schedule(recipe.steps, recipe.groups_per_step, recipe.learning_rate, recipe.warmup,
                         recipe.eval_every, recipe.seed)
@@ -78,7 +63,7 @@ def _fit(train_split, validation, recipe: Recipe, precision: str, progress):
                         lambda groups, _: _group_loss(model, tokenizer, groups, recipe.max_tokens),
                         (lambda: validate(model, tokenizer, validation, recipe.max_tokens, precision))
                         if validation else None, progress)
-    return model, tokenizer, curve, checks
+    return (lambda work: save(model, tokenizer, work)), curve, checks
 
 
 def _base(layers: int):
@@ -133,35 +118,3 @@ def untrained(recipe: Recipe):
 
     torch.manual_seed(recipe.seed)
     return _base(recipe.layers)
-
-
-def with_steps(recipe: Recipe, steps: int) -> Recipe:
-    return replace(recipe, steps=steps, eval_every=min(recipe.eval_every, steps))
-
-
-def loss_curve_png(record: dict) -> bytes:
-    """The training loss by step, and the validation MRR where it was scored: the plot a reader
-    checks for a run that did not learn or began to overfit."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, loss_axis = plt.subplots(figsize=(7, 3.2))
-    curve = record.get("loss_curve") or []
-    loss_axis.plot([c["step"] for c in curve], [c["loss"] for c in curve], color="#4a6fa5", label="training loss")
-    loss_axis.set_xlabel("step", fontsize=8)
-    loss_axis.set_ylabel("loss", fontsize=8)
-    checks = record.get("validation") or []
-    if checks:
-        mrr_axis = loss_axis.twinx()
-        mrr_axis.plot([c["step"] for c in checks], [c["mrr"] for c in checks], "o-", color="#b33",
-                      label="validation MRR")
-        mrr_axis.set_ylabel("validation MRR", fontsize=8)
-    fig.tight_layout()
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=90)
-    plt.close(fig)
-    return out.getvalue()

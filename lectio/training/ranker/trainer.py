@@ -145,7 +145,7 @@ def _mean(rows: list[dict], metric: str) -> float | None:
 
 
 def verdict(fused: dict, learned: dict) -> dict:
-    """The gate's rule for a model (lectio.training.gate) on the out-of-fold reports: no guarded
+    """The gate's rule for a model (lectio.training.ranker.gate) on the out-of-fold reports: no guarded
     metric of any set drops beyond noise, and one gains beyond it somewhere."""
     table, differences, violations = compare(fused, learned, MODEL_TOLERANCES)
     gained = gains(table, MODEL_TOLERANCES)
@@ -160,7 +160,7 @@ def verdict(fused: dict, learned: dict) -> dict:
 def train(home: Path, pages: Sequence[Page], about: dict, folds: int = FOLDS, rounds: int = ROUNDS,
           unseen: Callable[[str], tuple[dict, dict]] | None = None) -> dict:
     """Cross-validates, trains on every page and stores the trees with the gate's verdict (lectio
-    .training.gate reads it): on the out-of-fold orders of the sets learned from, and, where
+    .training.ranker.gate reads it): on the out-of-fold orders of the sets learned from, and, where
     `unseen` is given, on the sets it did not learn from, as `unseen(trees' id)` scores them
     (their reports without the trees and with them, by set: out of sample whole). The stored record."""
     fused, learned = cross_validated(pages, folds, rounds) if folds > 1 else ({}, {})
