@@ -53,9 +53,11 @@ class FeedbackSettings:
     # Queries of at most 3 content words (`max_words`), chosen on the dev parts with the learned
     # ranker on: topics recall@20 .203 -> .209 and nDCG@10 .143 -> .146 beyond noise, theology,
     # Nave's and near-quotations within it; at any length, or up to 5 words, the near-quotations'
-    # MRR fell beyond noise (.962 -> .946), whatever `skip_above` (.6 to .8). Still off: with the
-    # evidence of the other kinds, a topic narrowed to scripture ("peace", on the test fixtures)
-    # no longer keeps the unfiltered topic's first five scripture hits.
+    # MRR fell beyond noise (.962 -> .946), whatever `skip_above` (.6 to .8). The evidence of the
+    # other kinds reads the page feedback moved (lectio.retrieval.ranking), so a topic narrowed to
+    # scripture keeps the unfiltered topic's first scripture hits. Still off: a word only a note
+    # holds ("bellwort", on the test fixtures) no longer puts the verse the note is on first when
+    # the reader asks for scripture: feedback's neighbours of the moved vector outrank it.
     weight: float = 0.0
     docs: int = 5
     alpha: float = 0.5

@@ -53,14 +53,28 @@ def _spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     other filter narrows the search), read as feedback's first page is (no feedback, fused order)."""
     evidence = request.config.evidence
     wider = feedback.page_request(request, keep=tuple(name for name in feedback.NARROWING if name != "kind"))
-    order, vector = fusion.ranking(wider)
+    found = proposals(wider)
+    order = fusion.ranked_with_page(wider, found, None)
     # The page the caller would have read unfiltered (the stages keep one hit per passage), read
     # down until `depth` of its hits can speak for a passage: those on 1 to `max_verses` verses.
-    read = stages.page(wider, order, max(evidence.reads, evidence.depth))
+    # With feedback, that page is the one feedback moved: the evidence then speaks for what the
+    # unfiltered search shows, so narrowing to scripture keeps its first scripture hits.
+    read = stages.page(wider, _with_feedback(request, wider, found, order), max(evidence.reads, evidence.depth))
     page = [(hit.chunk_id, hit.refs, hit.score) for hit in read
             if 1 <= len(hit.refs or ()) <= evidence.max_verses][:evidence.depth]
     where, params = request.filters.where(request.translation)
-    return covered_passages(request.conn, request.table_name, page, where, params, evidence.max_verses), vector, order
+    return (covered_passages(request.conn, request.table_name, page, where, params, evidence.max_verses), found.vector,
+            order)
+
+
+def _with_feedback(request: VersionRequest, wider: VersionRequest, found, order: Ranking) -> Ranking:
+    """`order` (the unfiltered ranking without feedback) with feedback's list fused in as the
+    unfiltered search fuses it, where the search's settings turn feedback on."""
+    weight = request.config.feedback.weight
+    if not weight:
+        return order
+    heard = replace(wider, config=wider.config.with_settings({"feedback.weight": weight}))
+    return fusion.ranked_with_page(heard, found, None, first=lambda _vector: order)
 
 
 def _spoken_on_own_connection(request: VersionRequest) -> tuple[Ranking, Ranking]:

@@ -102,7 +102,7 @@ def test_a_named_principal_reads_what_public_may_and_an_empty_answer_says_why(ma
     assert empty["message"] == "no results: nothing that public, user:carol may read matches this query and its filters"
 
 
-def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys):
+def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_path, capsys, monkeypatch):
     """Which of two entries with one id is meant cannot be known, so such a file is refused
     before it judges any version: it once revoked the live one for naming none of its sources."""
     from lectio.index import versions
@@ -111,7 +111,7 @@ def test_a_sources_file_with_a_repeated_id_revokes_nothing(main_run, conn, tmp_p
     path = tmp_path / "sources.yaml"
     path.write_text("sources:\n  - {id: a, kind: document, format: text, path: a.txt, acl: [public]}\n"
                     "  - {id: a, kind: document, format: text, path: b.txt, acl: [public]}\n")
-    os.environ["LECTIO_SOURCES"] = str(path)
+    monkeypatch.setenv("LECTIO_SOURCES", str(path))  # the session's own file again after this test
     for argv in (["index", "audit"], ["index", "switch", live]):
         assert "more than one source" in one_line_error(capsys, argv)
     assert versions.get_version(conn, live).status == "ready" and versions.live_version(conn) == live
