@@ -139,12 +139,16 @@ def trained_rankers(chosen: dict[str, str]) -> list[dict]:
 
 
 def _live_choices() -> dict[str, str]:
-    """The trained models the live version's searches read ({} before there is one)."""
+    """The trained models the live version's searches read ({} before there is one). A home with
+    no database yet has none, and showing does not create one."""
     from lectio.index import schema, versions
     from lectio.index.database import ensure_database
     from lectio.settings import load_settings
 
-    with ensure_database(load_settings()).connect() as conn:
+    settings = load_settings()
+    if not settings.database_url and not (settings.home / "pgdata").is_dir():
+        return {}
+    with ensure_database(settings).connect() as conn:
         schema.ensure_schema(conn)
         live = versions.get_version(conn, None)
     return live.rankers if live else {}

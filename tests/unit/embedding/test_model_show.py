@@ -31,3 +31,16 @@ def test_a_provisional_choice_says_it_was_not_measured_and_what_would_measure_it
     shown = describe(record)
     assert "ingest: onnx/fp32; queries: onnx/fp32; provisional, not measured" in shown
     assert "895,063 bytes" in shown and "lectio model measure" in shown and "measured ?" not in shown
+
+
+def test_showing_in_a_home_without_a_database_creates_none(tmp_path, monkeypatch, capsys):
+    # Which trained models the live version reads is the database's to say; a home with none yet
+    # has no live version, and `lectio model show` only reads.
+    from cli import main as cli
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LECTIO_HOME", str(home))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert cli(["model", "show"]) == 0
+    assert "learned rankers: none trained" in capsys.readouterr().out
+    assert not (home / "pgdata").exists()
