@@ -50,7 +50,8 @@ def _first_page(request: VersionRequest, every_kind: Ranking | None = None) -> f
 def _spoken(request: VersionRequest) -> tuple[Ranking, object, Ranking]:
     """The passages the unfiltered first hits of a search narrowed to scripture speak for, the
     query's embedding, and the ranking of every kind (whose first hits feedback reads where no
-    other filter narrows the search), read as feedback's first page is (no feedback, fused order)."""
+    other filter narrows the search), read as feedback's first page is (no feedback, fused order).
+    The hits that speak are read from that ranking as feedback moves it, where feedback is on."""
     evidence = request.config.evidence
     wider = feedback.page_request(request, keep=tuple(name for name in feedback.NARROWING if name != "kind"))
     found = proposals(wider)
