@@ -131,7 +131,6 @@ def trained_rankers(chosen: dict[str, str]) -> list[dict]:
     read it (`chosen`, its record's rankers)."""
     from lectio.ranker.model import REGISTRY
     from lectio.settings import load_settings
-
     from lectio.training.ranker.gate import RANKER
 
     active = chosen.get(RANKER.setting)

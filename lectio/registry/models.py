@@ -52,7 +52,7 @@ class Registry:
     def chosen_in_the_home(self, home: Path) -> str | None:
         """The model a home's file named before the choice moved onto the index versions
         (lectio.index.versions.IndexVersion.rankers): nothing searches with it, and `lectio model
-        show` says how to gate it again). Not asked of the adapted embedders: theirs names the model
+        show` says how to gate it again. Not asked of the adapted embedders: theirs names the model
         the home embeds with now (lectio.embedding.packaged.home_choice)."""
         try:
             return json.loads((self.models_dir(home) / ACTIVE).read_text()).get("id")
